@@ -1,0 +1,105 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createPasswordHasher, type PasswordHasher } from './accounts/password-hasher.ts';
+import type { Config } from './config.ts';
+import { createAuthenticator } from './http/authenticate.ts';
+import { createRequestHandler } from './http/pipeline.ts';
+import type { AnyRoute } from './http/route.ts';
+import { homeRoutes } from './http/routes/home.ts';
+import { securityRoutes } from './http/routes/security.ts';
+import { userRoutes } from './http/routes/users.ts';
+import { createErrorLogger } from './logging/error-log.ts';
+import { createAccessTokenService } from './oauth/access-token.ts';
+import { loadKeySet } from './oauth/keys.ts';
+import { createRefreshTokenService } from './oauth/refresh-token.ts';
+import { createTokenEndpoint } from './oauth/token-endpoint.ts';
+import { seed } from './seed.ts';
+import { openStores } from './stores/open.ts';
+import type { Stores } from './stores/types.ts';
+
+export interface Application {
+  server: Server;
+  stores: Stores;
+  passwords: PasswordHasher;
+  routes: readonly AnyRoute[];
+  /** Closes the stores and the hashing threads; the caller closes the server first. */
+  close(): Promise<void>;
+}
+
+/**
+ * The composition root: the only place that turns configuration into stores, services and
+ * the HTTP pipeline. Everything below receives what it needs and never reads configuration.
+ */
+export async function createApplication(
+  config: Config,
+  options: { log: (message: string) => void; hashThreads?: number },
+): Promise<Application> {
+  const keys = loadKeySet(config.keysDir);
+  const stores = await openStores({
+    mongodbUrl: config.mongodbUrl,
+    redisUrl: config.redisUrl,
+    log: options.log,
+  });
+  const passwords = createPasswordHasher({ cost: config.bcryptCost, threads: options.hashThreads ?? 1 });
+  const created = await seed(stores, passwords);
+  if (created.length > 0) options.log(`Seeded ${created.join(', ')}`);
+
+  const accessTokens = createAccessTokenService({
+    keys,
+    algorithm: config.accessTokenAlg,
+    issuer: config.appUrl,
+    audience: config.appUrl,
+    ttlSeconds: config.accessTokenTtl,
+  });
+  const refreshTokens = createRefreshTokenService({
+    store: stores.refreshTokens,
+    encryptionKey: keys.encryptionKey,
+    ttlSeconds: config.refreshTokenTtl,
+  });
+  const tokenEndpoint = createTokenEndpoint(config.grants, {
+    stores,
+    clients: stores.clients,
+    passwords,
+    accessTokens,
+    refreshTokens,
+  });
+
+  const routes = buildRouteTable({ config, stores, tokenEndpoint });
+  const errorLog = createErrorLogger({ logDir: config.logDir, service: config.appName });
+  const handler = createRequestHandler({
+    routes,
+    bodyLimit: config.bodyLimit,
+    cors: config.cors,
+    responseHeaders: config.responseHeaders,
+    deprecations: config.deprecations,
+    authenticate: createAuthenticator(accessTokens, stores),
+    onUnexpectedError: (error, req, route) =>
+      errorLog.error({ err: error, ...requestFacts(req), route: route?.name }),
+  });
+
+  return {
+    server: createServer({ keepAliveTimeout: 65_000 }, handler),
+    stores,
+    passwords,
+    routes,
+    async close() {
+      await Promise.allSettled([stores.close(), passwords.close()]);
+    },
+  };
+}
+
+export function buildRouteTable(services: {
+  config: Pick<Config, 'appName' | 'appVersion'>;
+  stores: Pick<Stores, 'users'>;
+  tokenEndpoint: Parameters<typeof securityRoutes>[0];
+}): AnyRoute[] {
+  return [
+    ...homeRoutes({ name: services.config.appName, version: services.config.appVersion }),
+    ...securityRoutes(services.tokenEndpoint),
+    ...userRoutes(services.stores.users),
+  ];
+}
+
+/** The request facts an error line carries: never headers or the body. */
+function requestFacts(req: IncomingMessage): { method: string | undefined; path: string } {
+  return { method: req.method, path: (req.url ?? '').split('?')[0] ?? '' };
+}

@@ -1,0 +1,234 @@
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+
+/**
+ * Configuration, read from the environment once at start and validated there. Nothing else in
+ * the service reads `process.env`: the composition root hands each part what it needs.
+ */
+
+export const SIGNING_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'] as const;
+export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];
+
+export const GRANT_TYPES = ['password', 'refresh_token', 'client_credentials'] as const;
+export type GrantType = (typeof GRANT_TYPES)[number];
+
+export interface Deprecation {
+  /** When the route was (or will be) deprecated. */
+  since: Date;
+  sunset: Date;
+  /** Where the sunset policy is described (RFC 8594 §6). */
+  link: string;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  workers: number;
+  /** bcrypt threads per worker: the cores shared out between the workers. */
+  hashThreads: number;
+  /** How long a stopping worker lets in-flight requests finish. */
+  shutdownGraceMs: number;
+  appName: string;
+  appVersion: string;
+  appUrl: string;
+  production: boolean;
+  mongodbUrl: string | undefined;
+  redisUrl: string | undefined;
+  smtpUrl: string | undefined;
+  keysDir: string;
+  logDir: string;
+  accessTokenTtl: number;
+  refreshTokenTtl: number;
+  accessTokenAlg: SigningAlgorithm;
+  grants: ReadonlySet<GrantType>;
+  bcryptCost: number;
+  bodyLimit: number;
+  cors: { origins: readonly string[] | '*'; maxAge: number };
+  /** Response headers per route name; `*` applies to every route. */
+  responseHeaders: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  /** Deprecations per route name. */
+  deprecations: Readonly<Record<string, Deprecation>>;
+}
+
+export class ConfigError extends Error {
+  constructor(variable: string, problem: string) {
+    super(`Invalid configuration: ${variable} ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+export const DEFAULT_RESPONSE_HEADERS: Readonly<Record<string, string>> = {
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+  'Permissions-Policy': 'interest-cohort=()',
+};
+
+/** `GET /` is deprecated as a demonstration of the feature, with a sunset far in the future. */
+const DEFAULT_DEPRECATIONS: Record<string, { since: string; sunset: string; link: string }> = {
+  home: { since: '2025-01-01T00:00:00Z', sunset: '2099-12-31T23:59:59Z', link: '/#deprecation' },
+};
+
+export function loadConfig(env: Env, packageInfo: { name: string; version: string }): Config {
+  const embedded = !env.MONGODB_URL || !env.REDIS_URL;
+  const file = readConfigFile(env.CONFIG_FILE);
+  const appUrl = url(env, 'APP_URL', 'http://localhost:8080').replace(/\/+$/, '');
+  const corsOrigins = list(env.CORS_ORIGINS);
+  // Memory stores cannot be shared between processes, so the embedded mode runs one worker.
+  const workers = embedded ? 1 : integer(env, 'WORKERS', availableParallelism(), 1, 256);
+  return {
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    host: env.HOST || '0.0.0.0',
+    workers,
+    hashThreads: Math.max(1, Math.floor(availableParallelism() / workers)),
+    shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE', 10, 0, 3600) * 1000,
+    appName: env.APP_NAME || packageInfo.name,
+    appVersion: env.APP_VERSION || packageInfo.version,
+    appUrl,
+    production: env.NODE_ENV === 'production',
+    mongodbUrl: optionalUrl(env, 'MONGODB_URL', ['mongodb:', 'mongodb+srv:']),
+    redisUrl: optionalUrl(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    smtpUrl: optionalUrl(env, 'SMTP_URL', ['smtp:', 'smtps:']),
+    keysDir: env.KEYS_DIR || 'keys',
+    logDir: env.LOG_DIR || 'log',
+    accessTokenTtl: integer(env, 'ACCESS_TOKEN_TTL', 86400, 1, 31_536_000),
+    refreshTokenTtl: integer(env, 'REFRESH_TOKEN_TTL', 2_592_000, 1, 31_536_000),
+    accessTokenAlg: oneOf(env, 'ACCESS_TOKEN_ALG', SIGNING_ALGORITHMS, 'RS256'),
+    grants: grants(env),
+    bcryptCost: integer(env, 'BCRYPT_COST', 10, 4, 31),
+    bodyLimit: byteSize(env, 'BODY_LIMIT', '1mb'),
+    cors: { origins: corsOrigins.includes('*') ? '*' : corsOrigins, maxAge: file.cors?.maxAge ?? 600 },
+    responseHeaders: {
+      ...file.responseHeaders,
+      '*': { ...DEFAULT_RESPONSE_HEADERS, ...file.responseHeaders?.['*'] },
+    },
+    deprecations: deprecations({ ...DEFAULT_DEPRECATIONS, ...file.deprecations }, appUrl),
+  };
+}
+
+interface ConfigFile {
+  responseHeaders?: Record<string, Record<string, string>>;
+  cors?: { maxAge?: number };
+  deprecations?: Record<string, { since: string; sunset: string; link: string }>;
+}
+
+function readConfigFile(path: string | undefined): ConfigFile {
+  if (!path) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new ConfigError('CONFIG_FILE', `cannot be read as JSON (${(error as Error).message})`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new ConfigError('CONFIG_FILE', 'must hold a JSON object');
+  }
+  const file = parsed as ConfigFile;
+  for (const [route, headers] of Object.entries(file.responseHeaders ?? {})) {
+    for (const [name, value] of Object.entries(headers)) {
+      if (typeof value !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
+        throw new ConfigError(
+          'CONFIG_FILE',
+          `responseHeaders.${route}.${name} must be a header name with a string value`,
+        );
+      }
+    }
+  }
+  return file;
+}
+
+function deprecations(
+  raw: Record<string, { since: string; sunset: string; link: string }>,
+  appUrl: string,
+): Record<string, Deprecation> {
+  const result: Record<string, Deprecation> = {};
+  for (const [route, entry] of Object.entries(raw)) {
+    const since = new Date(entry.since);
+    const sunset = new Date(entry.sunset);
+    if (Number.isNaN(since.getTime()) || Number.isNaN(sunset.getTime()) || sunset < since) {
+      throw new ConfigError(
+        'CONFIG_FILE',
+        `deprecations.${route} needs valid dates with sunset not before since`,
+      );
+    }
+    result[route] = { since, sunset, link: new URL(entry.link, `${appUrl}/`).href };
+  }
+  return result;
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max)
+    throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function url(env: Env, name: string, fallback: string): string {
+  const raw = env[name] || fallback;
+  try {
+    const parsed = new URL(raw);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http(s)');
+  } catch {
+    throw new ConfigError(name, `must be an http(s) URL, got "${raw}"`);
+  }
+  return raw;
+}
+
+function optionalUrl(env: Env, name: string, protocols: readonly string[]): string | undefined {
+  const raw = env[name];
+  if (!raw) return undefined;
+  let protocol: string;
+  try {
+    protocol = new URL(raw).protocol;
+  } catch {
+    // Never echo the value: connection URLs carry passwords.
+    throw new ConfigError(name, 'is not a valid URL');
+  }
+  if (!protocols.includes(protocol)) throw new ConfigError(name, `must use ${protocols.join(' or ')}`);
+  return raw;
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${raw}"`);
+  }
+  return raw as T;
+}
+
+function grants(env: Env): ReadonlySet<GrantType> {
+  const raw = env.OAUTH_GRANTS;
+  if (raw === undefined) return new Set(GRANT_TYPES);
+  const names = list(raw);
+  for (const name of names) {
+    if (!(GRANT_TYPES as readonly string[]).includes(name)) {
+      throw new ConfigError(
+        'OAUTH_GRANTS',
+        `names an unknown grant "${name}" (known: ${GRANT_TYPES.join(', ')})`,
+      );
+    }
+  }
+  return new Set(names as GrantType[]);
+}
+
+const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
+
+function byteSize(env: Env, name: string, fallback: string): number {
+  const raw = (env[name] || fallback).trim().toLowerCase();
+  const match = /^(\d+)\s*(b|kb|mb|gb)?$/.exec(raw);
+  const value = match ? Number(match[1]) * (UNITS[match[2] ?? 'b'] ?? 1) : 0;
+  if (!match || value < 1) throw new ConfigError(name, `must be a size such as 100kb or 1mb, got "${raw}"`);
+  return value;
+}
+
+function list(raw: string | undefined): string[] {
+  return (raw ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+}

@@ -1,0 +1,159 @@
+/**
+ * Every failure the service names, as a class that carries its HTTP status and, for OAuth
+ * failures, its RFC 6749 §5.2 error code. Handlers throw these; only the HTTP layer turns
+ * them into problem+json, so no handler formats an error body itself.
+ * This module imports nothing, so every layer may depend on it.
+ */
+export class Problem extends Error {
+  readonly status: number;
+  readonly detail: string;
+  /** RFC 6749 §5.2 / RFC 6750 §3.1 error code, when the failure is an OAuth one. */
+  readonly oauthError: string | undefined;
+  /** Extra members of the problem body (RFC 9457 §3.2 extensions). */
+  readonly extensions: Record<string, unknown>;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    status: number,
+    detail: string,
+    options: {
+      oauthError?: string;
+      extensions?: Record<string, unknown>;
+      headers?: Record<string, string>;
+    } = {},
+  ) {
+    super(detail);
+    this.name = new.target.name;
+    this.status = status;
+    this.detail = detail;
+    this.oauthError = options.oauthError;
+    this.extensions = options.extensions ?? {};
+    this.headers = options.headers ?? {};
+  }
+}
+
+export class BadRequest extends Problem {
+  constructor(detail: string, extensions?: Record<string, unknown>) {
+    super(400, detail, { extensions });
+  }
+}
+
+export class ValidationFailed extends Problem {
+  constructor(errors: Record<string, string[]>) {
+    super(400, 'The request body is invalid', { extensions: { errors } });
+  }
+}
+
+export class InvalidRequest extends Problem {
+  constructor(detail: string) {
+    super(400, detail, { oauthError: 'invalid_request' });
+  }
+}
+
+export class UnsupportedGrantType extends Problem {
+  constructor(detail = 'Unsupported grant type') {
+    super(400, detail, { oauthError: 'unsupported_grant_type' });
+  }
+}
+
+export class InvalidGrant extends Problem {
+  /** The wording is the same for every cause so a caller learns nothing about which part was wrong. */
+  constructor(detail = 'Invalid credentials') {
+    super(400, detail, { oauthError: 'invalid_grant' });
+  }
+}
+
+export class InvalidScope extends Problem {
+  constructor() {
+    super(400, 'Invalid scope', { oauthError: 'invalid_scope' });
+  }
+}
+
+export class InvalidClient extends Problem {
+  /** RFC 6749 §5.2: when the client tried HTTP Basic, answer with a Basic challenge. */
+  constructor(usedBasic: boolean) {
+    super(401, 'Invalid credentials', {
+      oauthError: 'invalid_client',
+      headers: usedBasic ? { 'WWW-Authenticate': 'Basic realm="token", charset="UTF-8"' } : {},
+    });
+  }
+}
+
+export class UnauthorizedClient extends Problem {
+  constructor(detail: string) {
+    super(400, detail, { oauthError: 'unauthorized_client' });
+  }
+}
+
+/** RFC 6750 §3: a request without credentials gets a bare challenge, without an error code. */
+export class AuthenticationRequired extends Problem {
+  constructor() {
+    super(401, 'Authentication required', { headers: { 'WWW-Authenticate': 'Bearer' } });
+  }
+}
+
+/** RFC 6750 §3.1 invalid_token: expired, revoked, malformed or otherwise unusable. */
+export class InvalidToken extends Problem {
+  constructor(detail: string) {
+    super(401, detail, {
+      oauthError: 'invalid_token',
+      headers: { 'WWW-Authenticate': `Bearer error="invalid_token", error_description="${detail}"` },
+    });
+  }
+}
+
+export class Forbidden extends Problem {
+  constructor(detail = 'You are not allowed to do this') {
+    super(403, detail);
+  }
+}
+
+export class NotFound extends Problem {
+  constructor(detail = 'Not found') {
+    super(404, detail);
+  }
+}
+
+export class MethodNotAllowed extends Problem {
+  constructor(allowed: readonly string[]) {
+    super(405, 'Method not allowed', { headers: { Allow: allowed.join(', ') } });
+  }
+}
+
+export class Conflict extends Problem {
+  constructor(detail: string) {
+    super(409, detail);
+  }
+}
+
+export class PayloadTooLarge extends Problem {
+  constructor(limitBytes: number) {
+    super(413, `The request body exceeds ${limitBytes} bytes`);
+  }
+}
+
+export class UnsupportedMediaType extends Problem {
+  constructor(contentType: string) {
+    super(415, `Unsupported content type: ${contentType}`);
+  }
+}
+
+export class ServiceUnavailable extends Problem {
+  constructor(detail: string) {
+    super(503, detail);
+  }
+}
+
+/** Thrown by a store when a unique identity is already taken. */
+export class DuplicateIdentity extends Conflict {
+  constructor(identity: string) {
+    super(`An account with identity "${identity}" already exists`);
+  }
+}
+
+/** Thrown by a store adapter when its backend cannot be reached; the HTTP layer answers 503. */
+export class BackendUnavailable extends ServiceUnavailable {
+  constructor(backend: string) {
+    super(`The ${backend} backend is unavailable; try again shortly`);
+  }
+}

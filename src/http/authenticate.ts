@@ -1,0 +1,31 @@
+import { InvalidToken } from '../errors.ts';
+import type { AccessTokenService } from '../oauth/access-token.ts';
+import type { Stores } from '../stores/types.ts';
+import type { Identity } from './route.ts';
+
+const GUEST: Identity = Object.freeze({ role: 'guest' });
+
+/**
+ * Turns the `Authorization` header into an identity. No header: guest. A bearer token must
+ * verify, and the account it names must still exist and be active: a deleted or deactivated
+ * account is refused at once, even while its token has not expired.
+ */
+export function createAuthenticator(
+  accessTokens: AccessTokenService,
+  stores: Pick<Stores, 'admins' | 'users' | 'clients'>,
+): (authorization: string | undefined) => Promise<Identity> {
+  return async (authorization) => {
+    if (authorization === undefined) return GUEST;
+    const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(authorization);
+    if (!match?.[1]) throw new InvalidToken('Authorization header is not a Bearer token');
+    const { subject, clientId } = await accessTokens.verifyAccessToken(match[1]);
+    if (subject.kind === 'client') {
+      const client = await stores.clients.findByName(clientId);
+      if (!client || client.id !== subject.id) throw new InvalidToken('Client no longer exists');
+      return { role: 'client', client };
+    }
+    const account = await (subject.kind === 'admin' ? stores.admins : stores.users).findById(subject.id);
+    if (account?.status !== 'active') throw new InvalidToken('Account is not active');
+    return subject.kind === 'admin' ? { role: 'admin', account } : { role: 'user', account };
+  };
+}

@@ -1,0 +1,114 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import polka, { type Request } from 'polka';
+import { parse as parsePattern } from 'regexparam';
+import type { Deprecation } from '../config.ts';
+import { MethodNotAllowed, NotFound, Problem } from '../errors.ts';
+import { authorize } from './authorize.ts';
+import { parseBody } from './body.ts';
+import { answerPreflight, applyCors, type CorsPolicy } from './cors.ts';
+import { applyHeaders, headersForRoute } from './headers.ts';
+import { writeProblem } from './problem.ts';
+import type { AnyRoute, Identity, Reply } from './route.ts';
+import { compileValidator } from './validate.ts';
+
+export interface PipelineOptions {
+  routes: readonly AnyRoute[];
+  bodyLimit: number;
+  cors: CorsPolicy;
+  responseHeaders: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  deprecations: Readonly<Record<string, Deprecation>>;
+  authenticate(authorization: string | undefined): Promise<Identity>;
+  /** Called with every error that is not a Problem, i.e. a bug; the client only sees a generic 500. */
+  onUnexpectedError(error: unknown, req: IncomingMessage, route: AnyRoute | undefined): void;
+}
+
+/**
+ * The HTTP pipeline, in order. polka matches the route; then, for that route:
+ * response headers → CORS → body parsing → authentication (identity or guest) →
+ * authorization (role vs the route's permission) → body validation → handler,
+ * with every failure turned into problem+json in one place.
+ */
+export function createRequestHandler(
+  options: PipelineOptions,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  const app = polka({ onNoMatch: (req, res) => answerUnmatched(req, res) });
+  const defaultHeaders = headersForRoute(undefined, options.responseHeaders, undefined);
+  const pathPatterns = options.routes.map((route) => ({
+    method: route.method,
+    pattern: parsePattern(route.path).pattern,
+  }));
+
+  for (const route of options.routes) {
+    const headers = headersForRoute(route.name, options.responseHeaders, options.deprecations[route.name]);
+    const validator = route.body ? compileValidator(route.body) : undefined;
+
+    app.add(route.method, route.path, async (req: Request, res: ServerResponse) => {
+      applyHeaders(res, headers);
+      applyCors(req, res, options.cors);
+      try {
+        const body = await parseBody(req, options.bodyLimit);
+        const identity =
+          route.permission === 'public'
+            ? { role: 'guest' as const }
+            : await options.authenticate(req.headers.authorization);
+        authorize(identity, route.permission);
+        const reply = await route.handler({
+          req,
+          res,
+          params: req.params,
+          query: new URLSearchParams(req.search),
+          body: validator ? validator.check(body) : body,
+          identity,
+          remoteAddress: req.socket.remoteAddress ?? '',
+        });
+        send(res, reply);
+      } catch (error) {
+        fail(error, req, res, route);
+      }
+    });
+  }
+
+  function allowedMethods(path: string): string[] {
+    const methods = pathPatterns.filter(({ pattern }) => pattern.test(path)).map(({ method }) => method);
+    return [...new Set(methods)];
+  }
+
+  /** No route for this method and path: a CORS preflight, 405 with `Allow`, or 404. */
+  function answerUnmatched(req: Request, res: ServerResponse): void {
+    applyHeaders(res, defaultHeaders);
+    const allowed = allowedMethods(req.path);
+    if (req.method === 'OPTIONS' && allowed.length > 0) {
+      answerPreflight(req, res, options.cors, allowed);
+      return;
+    }
+    applyCors(req, res, options.cors);
+    fail(allowed.length > 0 ? new MethodNotAllowed(allowed) : new NotFound(), req, res, undefined);
+  }
+
+  function fail(
+    error: unknown,
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: AnyRoute | undefined,
+  ): void {
+    if (res.headersSent) {
+      res.destroy();
+    } else {
+      writeProblem(res, error);
+    }
+    if (!(error instanceof Problem)) options.onUnexpectedError(error, req, route);
+  }
+
+  return (req, res) => app.handler(req as Request, res, undefined as never);
+}
+
+function send(res: ServerResponse, reply: Reply): void {
+  res.statusCode = reply.status;
+  for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
+  if (reply.body === undefined) {
+    res.end();
+    return;
+  }
+  res.setHeader('Content-Type', reply.contentType ?? 'application/json');
+  res.end(JSON.stringify(reply.body));
+}

@@ -1,0 +1,69 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Static, TSchema } from '@sinclair/typebox';
+import type { Account, OAuthClient } from '../stores/types.ts';
+
+/** Who is calling. A request without an `Authorization` header is a guest (SPEC, Authentication 6). */
+export type Identity =
+  | { role: 'guest' }
+  | { role: 'user'; account: Account }
+  | { role: 'admin'; account: Account }
+  /** A machine client authenticated by the client credentials grant. */
+  | { role: 'client'; client: OAuthClient };
+
+/** What a route may require. `superuser` is an admin role that includes `admin`. */
+export type Role = 'guest' | 'user' | 'admin' | 'superuser' | 'client';
+
+export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+
+export interface RequestContext<Body = unknown> {
+  req: IncomingMessage;
+  res: ServerResponse;
+  params: Record<string, string>;
+  query: URLSearchParams;
+  /** The parsed body, already validated against the route's schema when it has one. */
+  body: Body;
+  identity: Identity;
+  /** The socket peer address (before any proxy header is considered). */
+  remoteAddress: string;
+}
+
+export interface Reply {
+  status: number;
+  body?: unknown;
+  /** Defaults to application/json; resources use application/hal+json. */
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+/** A documented response of a route, for the OpenAPI description. */
+export interface ResponseSpec {
+  description: string;
+  schema?: TSchema;
+  contentType?: string;
+}
+
+/**
+ * A route is data: the router, the authorization step, `route:list` and the OpenAPI
+ * generator all read the same table, so they cannot drift apart.
+ */
+export interface Route<S extends TSchema | undefined = TSchema | undefined> {
+  method: HttpMethod;
+  /** polka pattern, e.g. `/users/:id`. */
+  path: string;
+  name: string;
+  summary: string;
+  tags: readonly string[];
+  /** `public`: anyone, without looking at credentials. Otherwise the roles that may call it. */
+  permission: 'public' | readonly Role[];
+  body?: S;
+  /** Success and problem responses by status, for documentation. */
+  responses: Readonly<Record<number, ResponseSpec>>;
+  handler(context: RequestContext<S extends TSchema ? Static<S> : undefined>): Promise<Reply> | Reply;
+}
+
+/** Erases a route's body type so routes of different shapes can share one table. */
+export type AnyRoute = Route<TSchema | undefined>;
+
+export function defineRoute<S extends TSchema | undefined = undefined>(route: Route<S>): AnyRoute {
+  return route as unknown as AnyRoute;
+}

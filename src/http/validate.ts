@@ -1,0 +1,52 @@
+import { FormatRegistry, type TSchema } from '@sinclair/typebox';
+import { type TypeCheck, TypeCompiler } from '@sinclair/typebox/compiler';
+import { ValidationFailed } from '../errors.ts';
+
+// A pragmatic address check (the WHATWG one browsers use for <input type=email>).
+const EMAIL =
+  /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)+$/;
+FormatRegistry.Set('email', (value) => EMAIL.test(value));
+FormatRegistry.Set('uuid', (value) =>
+  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value),
+);
+
+export type FieldErrors = Record<string, string[]>;
+
+/** Compiles a schema once; `check` returns the value typed, or throws (by default ValidationFailed). */
+export interface Validator<T> {
+  check(value: unknown): T;
+  errors(value: unknown): FieldErrors | null;
+}
+
+export function compileValidator<T>(
+  schema: TSchema,
+  fail = (errors: FieldErrors): Error => new ValidationFailed(errors),
+): Validator<T> {
+  const compiled: TypeCheck<TSchema> = TypeCompiler.Compile(schema);
+  function errors(value: unknown): FieldErrors | null {
+    if (compiled.Check(value)) return null;
+    const result: FieldErrors = {};
+    for (const error of compiled.Errors(value)) {
+      const field = error.path.replace(/^\//, '').replaceAll('/', '.') || 'body';
+      const messages = result[field] ?? [];
+      const message = messageFor(error.schema, error.message);
+      if (!messages.includes(message)) messages.push(message);
+      result[field] = messages;
+    }
+    return result;
+  }
+  return {
+    errors,
+    check(value) {
+      const found = errors(value);
+      if (found) throw fail(found);
+      return value as T;
+    },
+  };
+}
+
+/** A schema may name its own message (`errorMessage`), which reads better than the generic one. */
+function messageFor(schema: TSchema, fallback: string): string {
+  const custom = (schema as { errorMessage?: unknown }).errorMessage;
+  return typeof custom === 'string' ? custom : fallback;
+}

@@ -1,0 +1,96 @@
+import { randomUUID } from 'node:crypto';
+import { errors, jwtVerify, SignJWT } from 'jose';
+import type { SigningAlgorithm } from '../config.ts';
+import { InvalidToken } from '../errors.ts';
+import type { AccountKind } from '../stores/types.ts';
+import type { KeySet } from './keys.ts';
+
+/** RFC 9068 §2.1: the media type of a JWT access token, sent in its `typ` header. */
+const ACCESS_TOKEN_TYPE = 'at+jwt';
+
+/** Who an access token was issued to: an account, or (client credentials) the client itself. */
+export type TokenSubject = { kind: AccountKind; id: string } | { kind: 'client'; id: string };
+
+export interface AccessTokenClaims {
+  subject: TokenSubject;
+  clientId: string;
+  scope: string;
+}
+
+export interface IssuedAccessToken {
+  token: string;
+  expiresIn: number;
+}
+
+export interface AccessTokenService {
+  issueAccessToken(claims: AccessTokenClaims): Promise<IssuedAccessToken>;
+  /** Throws InvalidToken with the reason when the token is not one of ours or has expired. */
+  verifyAccessToken(token: string): Promise<AccessTokenClaims>;
+}
+
+export function createAccessTokenService(options: {
+  keys: KeySet;
+  algorithm: SigningAlgorithm;
+  issuer: string;
+  audience: string;
+  ttlSeconds: number;
+}): AccessTokenService {
+  const { keys, algorithm, issuer, audience, ttlSeconds } = options;
+
+  async function issueAccessToken(claims: AccessTokenClaims): Promise<IssuedAccessToken> {
+    const token = await new SignJWT({
+      client_id: claims.clientId,
+      scope: claims.scope,
+      kind: claims.subject.kind,
+    })
+      .setProtectedHeader({ alg: algorithm, typ: ACCESS_TOKEN_TYPE, kid: keys.keyId })
+      .setIssuer(issuer)
+      .setAudience(audience)
+      .setSubject(claims.subject.id)
+      .setJti(randomUUID())
+      .setIssuedAt()
+      .setExpirationTime(`${ttlSeconds}s`)
+      .sign(keys.privateKey);
+    return { token, expiresIn: ttlSeconds };
+  }
+
+  async function verifyAccessToken(token: string): Promise<AccessTokenClaims> {
+    let payload: Record<string, unknown>;
+    try {
+      // RFC 8725 §3.1: the algorithm is pinned, never taken from the token's header.
+      ({ payload } = await jwtVerify(token, keys.publicKey, {
+        algorithms: [algorithm],
+        issuer,
+        audience,
+        typ: ACCESS_TOKEN_TYPE,
+        requiredClaims: ['sub', 'exp', 'iat', 'jti', 'client_id'],
+      }));
+    } catch (error) {
+      throw new InvalidToken(reasonFor(error));
+    }
+    const { sub, client_id: clientId, scope, kind } = payload;
+    if (
+      typeof sub !== 'string' ||
+      typeof clientId !== 'string' ||
+      typeof scope !== 'string' ||
+      !isSubjectKind(kind)
+    ) {
+      throw new InvalidToken('Token claims are invalid');
+    }
+    return { subject: { kind, id: sub }, clientId, scope };
+  }
+
+  return { issueAccessToken, verifyAccessToken };
+}
+
+function isSubjectKind(value: unknown): value is TokenSubject['kind'] {
+  return value === 'admin' || value === 'user' || value === 'client';
+}
+
+function reasonFor(error: unknown): string {
+  if (error instanceof errors.JWTExpired) return 'Token has expired';
+  if (error instanceof errors.JWSSignatureVerificationFailed) return 'Token signature is invalid';
+  if (error instanceof errors.JOSEAlgNotAllowed) return 'Token algorithm is not allowed';
+  if (error instanceof errors.JWTClaimValidationFailed) return `Token ${error.claim} claim is invalid`;
+  return 'Token is malformed';
+}

@@ -1,0 +1,56 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { InvalidClient, InvalidRequest } from '../errors.ts';
+import type { ClientStore, OAuthClient } from '../stores/types.ts';
+
+export function digestClientSecret(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}
+
+/** Compared against when the client is unknown, so both paths do the same work. */
+const ABSENT_DIGEST = digestClientSecret('absent client');
+
+/**
+ * RFC 6749 §2.3.1: client credentials in HTTP Basic or in the body, never both. Basic values
+ * are form-urlencoded before Base64 (Appendix B), so they are decoded after splitting.
+ */
+export async function authenticateClient(
+  params: Record<string, unknown>,
+  authorization: string | undefined,
+  clients: ClientStore,
+): Promise<OAuthClient> {
+  const basic = authorization ? parseBasic(authorization) : null;
+  if (basic && params.client_secret !== undefined) {
+    throw new InvalidRequest('Client credentials must be sent in one way only: HTTP Basic or the body');
+  }
+  if (basic && params.client_id !== undefined && params.client_id !== basic.id) {
+    throw new InvalidRequest('client_id in the body does not match the HTTP Basic credentials');
+  }
+  const id = basic ? basic.id : params.client_id;
+  const secret = basic ? basic.secret : params.client_secret;
+  if (typeof id !== 'string' || id === '') throw new InvalidRequest('Missing parameter: client_id');
+  if (typeof secret !== 'string' || secret === '')
+    throw new InvalidRequest('Missing parameter: client_secret');
+
+  const client = await clients.findByName(id);
+  const expected = Buffer.from(client?.secretDigest ?? ABSENT_DIGEST, 'hex');
+  const presented = Buffer.from(digestClientSecret(secret), 'hex');
+  const matches = expected.length === presented.length && timingSafeEqual(expected, presented);
+  if (!client || !matches) throw new InvalidClient(basic !== null);
+  return client;
+}
+
+function parseBasic(header: string): { id: string; secret: string } | null {
+  const match = /^Basic +([A-Za-z0-9+/]+=*) *$/i.exec(header);
+  if (!match?.[1]) return null;
+  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) throw new InvalidRequest('Malformed HTTP Basic credentials');
+  try {
+    return {
+      id: decodeURIComponent(decoded.slice(0, colon).replaceAll('+', ' ')),
+      secret: decodeURIComponent(decoded.slice(colon + 1).replaceAll('+', ' ')),
+    };
+  } catch {
+    throw new InvalidRequest('Malformed HTTP Basic credentials');
+  }
+}

@@ -1,0 +1,30 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { resolveScope } from '../scope.ts';
+import { type Grant, issueTokens, parameterValidator } from './grant.ts';
+
+const parameters = Type.Object({
+  grant_type: Type.Literal('client_credentials'),
+  client_id: Type.Optional(Type.String()),
+  client_secret: Type.Optional(Type.String()),
+  scope: Type.String(),
+});
+const validate = parameterValidator<Static<typeof parameters>>(parameters);
+
+/**
+ * RFC 6749 §4.4: a machine client acting for itself. The identity is the client, whose role
+ * (`client`) no business route grants by default; no refresh token is issued (§4.4.3).
+ */
+export const clientCredentialsGrant: Grant = {
+  type: 'client_credentials',
+  parameters,
+  async handle(params, client, deps) {
+    const { scope: requestedScope } = validate.check(params);
+    const scope = await resolveScope(requestedScope, deps.stores.scopes);
+    return issueTokens(deps, {
+      subject: { kind: 'client', id: client.id },
+      client,
+      scope,
+      withRefreshToken: false,
+    });
+  },
+};

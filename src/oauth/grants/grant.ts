@@ -1,0 +1,71 @@
+import type { TSchema } from '@sinclair/typebox';
+import type { PasswordHasher } from '../../accounts/password-hasher.ts';
+import type { GrantType } from '../../config.ts';
+import { InvalidRequest } from '../../errors.ts';
+import { compileValidator, type Validator } from '../../http/validate.ts';
+import type { OAuthClient, Stores } from '../../stores/types.ts';
+import type { AccessTokenService, TokenSubject } from '../access-token.ts';
+import type { RefreshTokenService } from '../refresh-token.ts';
+
+/** RFC 6749 §5.1. `refresh_token` is absent for the client credentials grant (§4.4.3). */
+export interface TokenResponse {
+  token_type: 'Bearer';
+  expires_in: number;
+  access_token: string;
+  refresh_token?: string;
+}
+
+export interface GrantDependencies {
+  stores: Pick<Stores, 'admins' | 'users' | 'scopes'>;
+  passwords: PasswordHasher;
+  accessTokens: AccessTokenService;
+  refreshTokens: RefreshTokenService;
+}
+
+/** One grant: the parameters it accepts and the handler that tells its RFC's story. */
+export interface Grant {
+  type: GrantType;
+  parameters: TSchema;
+  handle(
+    params: Record<string, unknown>,
+    client: OAuthClient,
+    deps: GrantDependencies,
+  ): Promise<TokenResponse>;
+}
+
+/** A grant's parameter check, failing as RFC 6749 `invalid_request` naming the first bad parameter. */
+export function parameterValidator<T>(schema: TSchema): Validator<T> {
+  return compileValidator<T>(schema, (errors) => {
+    const field = Object.keys(errors)[0] ?? 'body';
+    return new InvalidRequest(`Missing or invalid parameter: ${field}`);
+  });
+}
+
+export async function issueTokens(
+  deps: GrantDependencies,
+  grant: {
+    subject: TokenSubject;
+    client: OAuthClient;
+    scope: string;
+    familyId?: string;
+    withRefreshToken: boolean;
+  },
+): Promise<TokenResponse> {
+  const { subject, client, scope } = grant;
+  const access = await deps.accessTokens.issueAccessToken({ subject, clientId: client.name, scope });
+  const response: TokenResponse = {
+    token_type: 'Bearer',
+    expires_in: access.expiresIn,
+    access_token: access.token,
+  };
+  if (grant.withRefreshToken && subject.kind !== 'client') {
+    response.refresh_token = await deps.refreshTokens.issueRefreshToken({
+      familyId: grant.familyId,
+      clientId: client.id,
+      accountKind: subject.kind,
+      subject: subject.id,
+      scope,
+    });
+  }
+  return response;
+}

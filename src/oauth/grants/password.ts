@@ -1,0 +1,42 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { InvalidGrant } from '../../errors.ts';
+import { resolveScope } from '../scope.ts';
+import { type Grant, issueTokens, parameterValidator } from './grant.ts';
+
+const parameters = Type.Object({
+  grant_type: Type.Literal('password'),
+  client_id: Type.Optional(Type.String()),
+  client_secret: Type.Optional(Type.String()),
+  scope: Type.String({ description: 'Space-delimited scopes; the only registered scope is `api`.' }),
+  username: Type.String({ minLength: 1, maxLength: 320 }),
+  password: Type.String({ minLength: 1, maxLength: 1024 }),
+});
+const validate = parameterValidator<Static<typeof parameters>>(parameters);
+
+/**
+ * RFC 6749 §4.3: the resource owner password credentials grant. The client decides which
+ * account store is asked: the `admin` client logs in administrators, `frontend` users.
+ */
+export const passwordGrant: Grant = {
+  type: 'password',
+  parameters,
+  async handle(params, client, deps) {
+    const { username, password, scope: requestedScope } = validate.check(params);
+    const scope = await resolveScope(requestedScope, deps.stores.scopes);
+    const accounts = client.accountKind === 'admin' ? deps.stores.admins : deps.stores.users;
+    const account = await accounts.findByIdentity(username);
+    if (!account) {
+      // Spend the time a real check takes, so response times do not reveal which identities exist.
+      await deps.passwords.verifyNothing(password);
+      throw new InvalidGrant();
+    }
+    if (!(await deps.passwords.verify(password, account.passwordHash))) throw new InvalidGrant();
+    if (account.status !== 'active') throw new InvalidGrant();
+    return issueTokens(deps, {
+      subject: { kind: client.accountKind, id: account.id },
+      client,
+      scope,
+      withRefreshToken: true,
+    });
+  },
+};

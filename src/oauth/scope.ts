@@ -1,0 +1,21 @@
+import { InvalidRequest, InvalidScope } from '../errors.ts';
+import type { ScopeStore } from '../stores/types.ts';
+
+/**
+ * RFC 6749 §3.3: a space-delimited list of case-sensitive scope names. Every name must be a
+ * registered scope. Returns the normalised list (deduplicated, single spaces).
+ */
+export async function resolveScope(requested: unknown, scopes: ScopeStore): Promise<string> {
+  if (requested === undefined || requested === '') throw new InvalidRequest('Missing parameter: scope');
+  if (typeof requested !== 'string') throw new InvalidScope();
+  const names = [...new Set(requested.split(' ').filter(Boolean))];
+  if (names.length === 0) throw new InvalidScope();
+  for (const name of names) if (!(await scopes.findByName(name))) throw new InvalidScope();
+  return names.join(' ');
+}
+
+/** RFC 6749 §6: a refresh may narrow the scope of the original grant, never widen it. */
+export function isWithin(requested: string, granted: string): boolean {
+  const allowed = new Set(granted.split(' '));
+  return requested.split(' ').every((name) => allowed.has(name));
+}

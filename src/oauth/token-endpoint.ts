@@ -1,0 +1,51 @@
+import type { GrantType } from '../config.ts';
+import { InvalidRequest, UnsupportedGrantType } from '../errors.ts';
+import type { ClientStore } from '../stores/types.ts';
+import { authenticateClient } from './client-authentication.ts';
+import { clientCredentialsGrant } from './grants/client-credentials.ts';
+import type { Grant, GrantDependencies, TokenResponse } from './grants/grant.ts';
+import { passwordGrant } from './grants/password.ts';
+import { refreshTokenGrant } from './grants/refresh-token.ts';
+
+export const ALL_GRANTS: readonly Grant[] = [passwordGrant, refreshTokenGrant, clientCredentialsGrant];
+
+export type TokenEndpoint = (params: unknown, authorization: string | undefined) => Promise<TokenResponse>;
+
+/**
+ * The token endpoint (RFC 6749 §3.2): it only checks the request's shape, authenticates the
+ * client, looks the grant up and hands over. Disabled grants are simply not in the table.
+ */
+export function createTokenEndpoint(
+  enabled: ReadonlySet<GrantType>,
+  deps: GrantDependencies & { clients: ClientStore },
+): TokenEndpoint {
+  const grants = new Map(
+    ALL_GRANTS.filter((grant) => enabled.has(grant.type)).map((grant) => [grant.type, grant]),
+  );
+
+  return async (body, authorization) => {
+    const params = requestParameters(body);
+    const grantType = params.grant_type;
+    if (grantType === undefined) throw new InvalidRequest('Missing parameter: grant_type');
+    const grant = typeof grantType === 'string' ? grants.get(grantType as GrantType) : undefined;
+    if (!grant) throw new UnsupportedGrantType();
+    const client = await authenticateClient(params, authorization, deps.clients);
+    return grant.handle(params, client, deps);
+  };
+}
+
+/**
+ * RFC 6749 §3.2: parameters sent without a value are treated as omitted, and no parameter may
+ * be repeated (a repeated form field arrives as an array).
+ */
+function requestParameters(body: unknown): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new InvalidRequest('The token request must be a JSON object or a form-encoded body');
+  }
+  const params: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(body)) {
+    if (Array.isArray(value)) throw new InvalidRequest(`Parameter ${name} must not be repeated`);
+    if (value !== '' && value !== null) params[name] = value;
+  }
+  return params;
+}

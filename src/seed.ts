@@ -1,0 +1,83 @@
+import { randomUUID } from 'node:crypto';
+import type { PasswordHasher } from './accounts/password-hasher.ts';
+import { digestClientSecret } from './oauth/client-authentication.ts';
+import type { Account, AccountStore, Stores } from './stores/types.ts';
+
+/**
+ * The seed data of DESIGN.md. Publicly known: every value must be replaced before production,
+ * and a production start warns about each one still in place.
+ */
+export const SEED = {
+  scope: { name: 'api', description: 'The API' },
+  clients: [
+    { name: 'admin', secret: 'admin-client-secret', accountKind: 'admin' as const },
+    { name: 'frontend', secret: 'frontend-client-secret', accountKind: 'user' as const },
+  ],
+  admin: { identity: 'admin', password: 'admin-password-change-me', roles: ['superuser' as const] },
+  user: { identity: 'user@example.com', password: 'user-password-change-me' },
+};
+
+/**
+ * Creates every seed record that is missing. Idempotent, safe when several processes seed at
+ * once (the stores' createIfAbsent is atomic), and never touches a record that exists.
+ */
+export async function seed(stores: Stores, passwords: PasswordHasher): Promise<string[]> {
+  const created: string[] = [];
+  if (await stores.scopes.createIfAbsent(SEED.scope)) created.push(`scope ${SEED.scope.name}`);
+  for (const { name, secret, accountKind } of SEED.clients) {
+    const client = {
+      id: randomUUID(),
+      name,
+      secretDigest: digestClientSecret(secret),
+      accountKind,
+      createdAt: new Date(),
+    };
+    if (await stores.clients.createIfAbsent(client)) created.push(`client ${name}`);
+  }
+  if (await seedAccount(stores.admins, passwords, { ...SEED.admin }))
+    created.push(`admin ${SEED.admin.identity}`);
+  if (await seedAccount(stores.users, passwords, { ...SEED.user, roles: [] }))
+    created.push(`user ${SEED.user.identity}`);
+  return created;
+}
+
+async function seedAccount(
+  store: AccountStore,
+  passwords: PasswordHasher,
+  seedAccount: { identity: string; password: string; roles: Account['roles'] },
+): Promise<boolean> {
+  // Hashing is slow: skip it when the account is already there.
+  if (await store.findByIdentity(seedAccount.identity)) return false;
+  const now = new Date();
+  return store.createIfAbsent({
+    id: randomUUID(),
+    identity: seedAccount.identity,
+    passwordHash: await passwords.hash(seedAccount.password),
+    firstName: null,
+    lastName: null,
+    status: 'active',
+    roles: seedAccount.roles,
+    createdAt: now,
+    updatedAt: now,
+  });
+}
+
+/** The publicly known defaults still in place, for the production start warning. */
+export async function defaultsStillInPlace(stores: Stores, passwords: PasswordHasher): Promise<string[]> {
+  const found: string[] = [];
+  for (const { name, secret } of SEED.clients) {
+    const client = await stores.clients.findByName(name);
+    if (client?.secretDigest === digestClientSecret(secret))
+      found.push(`client "${name}" has its default secret`);
+  }
+  for (const [store, { identity, password }] of [
+    [stores.admins, SEED.admin],
+    [stores.users, SEED.user],
+  ] as const) {
+    const account = await store.findByIdentity(identity);
+    if (account && (await passwords.verify(password, account.passwordHash))) {
+      found.push(`account "${identity}" has its default password`);
+    }
+  }
+  return found;
+}

@@ -1,0 +1,24 @@
+import type { Account, AccountSortField } from './types.ts';
+
+/**
+ * The key an identity is unique under. User identities are e-mail addresses and compare
+ * case-insensitively; every backend stores this key rather than relying on collations,
+ * which FerretDB does not support.
+ */
+export function identityKey(identity: string, foldCase: boolean): string {
+  return foldCase ? identity.toLowerCase() : identity;
+}
+
+/** Sort order shared by every backend, ties broken by id so pages are stable. */
+export function compareAccounts(
+  a: Account,
+  b: Account,
+  field: AccountSortField,
+  order: 'asc' | 'desc',
+): number {
+  const x = a[field];
+  const y = b[field];
+  const primary = x < y ? -1 : x > y ? 1 : 0;
+  const result = primary !== 0 ? primary : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+  return order === 'asc' ? result : -result;
+}

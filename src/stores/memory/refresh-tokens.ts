@@ -1,0 +1,80 @@
+import type { AccountKind, ConsumeResult, RefreshTokenGrant, RefreshTokenStore } from '../types.ts';
+
+interface StoredToken {
+  grant: RefreshTokenGrant;
+  used: boolean;
+}
+
+/**
+ * Refresh tokens in process memory. Every method body runs without awaiting, so on Node's
+ * single thread each one is atomic, which is what `consume` promises.
+ */
+export class MemoryRefreshTokenStore implements RefreshTokenStore {
+  readonly #tokens = new Map<string, StoredToken>();
+  /** familyId -> expiry (ms) of the family's longest-lived token. */
+  readonly #familyExpiry = new Map<string, number>();
+  /** familyId -> expiry (ms) of the revocation marker. */
+  readonly #revokedFamilies = new Map<string, number>();
+  /** "kind:subject" -> familyIds issued to that account. */
+  readonly #familiesBySubject = new Map<string, Set<string>>();
+  readonly #now: () => number;
+
+  constructor(now: () => number = Date.now) {
+    this.#now = now;
+  }
+
+  async save(tokenDigest: string, grant: RefreshTokenGrant): Promise<void> {
+    this.#sweep();
+    this.#tokens.set(tokenDigest, { grant: { ...grant }, used: false });
+    this.#familyExpiry.set(
+      grant.familyId,
+      Math.max(grant.expiresAt, this.#familyExpiry.get(grant.familyId) ?? 0),
+    );
+    const key = subjectKey(grant.accountKind, grant.subject);
+    const families = this.#familiesBySubject.get(key) ?? new Set<string>();
+    families.add(grant.familyId);
+    this.#familiesBySubject.set(key, families);
+  }
+
+  async consume(familyId: string, tokenDigest: string): Promise<ConsumeResult> {
+    const stored = this.#tokens.get(tokenDigest);
+    if (!stored || stored.grant.familyId !== familyId || stored.grant.expiresAt <= this.#now()) {
+      return { outcome: 'unknown' };
+    }
+    if (this.#isRevoked(familyId)) return { outcome: 'revoked' };
+    if (stored.used) return { outcome: 'reused', grant: { ...stored.grant } };
+    stored.used = true;
+    return { outcome: 'consumed', grant: { ...stored.grant } };
+  }
+
+  async revokeFamily(familyId: string): Promise<void> {
+    // The marker outlives every token of the family, so none of them can be used again.
+    this.#revokedFamilies.set(familyId, this.#familyExpiry.get(familyId) ?? this.#now());
+  }
+
+  async revokeSubject(accountKind: AccountKind, subject: string): Promise<void> {
+    const key = subjectKey(accountKind, subject);
+    for (const familyId of this.#familiesBySubject.get(key) ?? []) await this.revokeFamily(familyId);
+    this.#familiesBySubject.delete(key);
+  }
+
+  #isRevoked(familyId: string): boolean {
+    const until = this.#revokedFamilies.get(familyId);
+    return until !== undefined && until > this.#now();
+  }
+
+  /** Drops expired entries so a long-running embedded server does not grow without bound. */
+  #sweep(): void {
+    if (this.#tokens.size % 1024 !== 0) return;
+    const now = this.#now();
+    for (const [digest, stored] of this.#tokens)
+      if (stored.grant.expiresAt <= now) this.#tokens.delete(digest);
+    for (const [familyId, until] of this.#familyExpiry) if (until <= now) this.#familyExpiry.delete(familyId);
+    for (const [familyId, until] of this.#revokedFamilies)
+      if (until <= now) this.#revokedFamilies.delete(familyId);
+  }
+}
+
+function subjectKey(kind: AccountKind, subject: string): string {
+  return `${kind}:${subject}`;
+}

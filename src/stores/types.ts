@@ -1,0 +1,119 @@
+/**
+ * The storage contract. Every backend (memory, MongoDB, Redis) implements these interfaces
+ * and is chosen only by its URL; nothing above this file knows which one it talks to.
+ */
+
+export type AccountKind = 'admin' | 'user';
+export type AccountStatus = 'pending' | 'active' | 'inactive' | 'deleted';
+export type AdminRole = 'admin' | 'superuser';
+
+export interface Account {
+  id: string;
+  identity: string;
+  passwordHash: string;
+  firstName: string | null;
+  lastName: string | null;
+  status: AccountStatus;
+  /** Admin accounts: `admin` and/or `superuser`. User accounts: empty. */
+  roles: AdminRole[];
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export type AccountChanges = Partial<Omit<Account, 'id' | 'createdAt'>>;
+
+export type AccountSortField = 'identity' | 'createdAt' | 'updatedAt' | 'status';
+
+export interface AccountQuery {
+  status?: AccountStatus;
+  sort: AccountSortField;
+  order: 'asc' | 'desc';
+  /** 1-based page number. */
+  page: number;
+  limit: number;
+}
+
+export interface AccountStore {
+  findById(id: string): Promise<Account | null>;
+  /** Identity lookup; user stores compare e-mail identities case-insensitively. */
+  findByIdentity(identity: string): Promise<Account | null>;
+  /** Throws DuplicateIdentity when the identity is taken. */
+  create(account: Account): Promise<void>;
+  /** Creates the account unless one with that identity exists; never changes an existing one. */
+  createIfAbsent(account: Account): Promise<boolean>;
+  /** Returns the updated account, or null when it does not exist. Throws DuplicateIdentity. */
+  update(id: string, changes: AccountChanges): Promise<Account | null>;
+  delete(id: string): Promise<boolean>;
+  list(query: AccountQuery): Promise<{ items: Account[]; total: number }>;
+  count(filter: { status?: AccountStatus; role?: AdminRole }): Promise<number>;
+}
+
+export interface OAuthClient {
+  id: string;
+  /** Sent as `client_id`. */
+  name: string;
+  /** Hex SHA-256 digest of the secret: client secrets are high-entropy machine secrets. */
+  secretDigest: string;
+  /** Which account store the password grant authenticates against for this client. */
+  accountKind: AccountKind;
+  createdAt: Date;
+}
+
+export interface ClientStore {
+  findByName(name: string): Promise<OAuthClient | null>;
+  createIfAbsent(client: OAuthClient): Promise<boolean>;
+  updateSecret(name: string, secretDigest: string): Promise<boolean>;
+}
+
+export interface Scope {
+  name: string;
+  description: string;
+}
+
+export interface ScopeStore {
+  findByName(name: string): Promise<Scope | null>;
+  createIfAbsent(scope: Scope): Promise<boolean>;
+}
+
+/** What a refresh token stands for. The token itself is never stored, only its HMAC. */
+export interface RefreshTokenGrant {
+  /** Token family: every token rotated from one login shares it (RFC 9700 §4.14.2). */
+  familyId: string;
+  clientId: string;
+  accountKind: AccountKind;
+  subject: string;
+  scope: string;
+  /** Epoch milliseconds. */
+  expiresAt: number;
+}
+
+export type ConsumeResult =
+  | { outcome: 'consumed'; grant: RefreshTokenGrant }
+  /** The token was already used once: the caller must treat the family as compromised. */
+  | { outcome: 'reused'; grant: RefreshTokenGrant }
+  | { outcome: 'revoked' }
+  | { outcome: 'unknown' };
+
+export interface RefreshTokenStore {
+  /** Stores a new, unused token under its digest until the grant expires. */
+  save(tokenDigest: string, grant: RefreshTokenGrant): Promise<void>;
+  /**
+   * Marks the token used, atomically: of two concurrent calls with one digest exactly one
+   * gets `consumed`. A used token stays known (as `reused`) until it expires.
+   */
+  consume(familyId: string, tokenDigest: string): Promise<ConsumeResult>;
+  /** Revokes every token of the family, used or not. */
+  revokeFamily(familyId: string): Promise<void>;
+  /** Revokes every family issued to the account (password change, deletion). */
+  revokeSubject(accountKind: AccountKind, subject: string): Promise<void>;
+}
+
+export interface Stores {
+  admins: AccountStore;
+  users: AccountStore;
+  clients: ClientStore;
+  scopes: ScopeStore;
+  refreshTokens: RefreshTokenStore;
+  /** Closes connections; safe to call once at shutdown. */
+  close(): Promise<void>;
+}

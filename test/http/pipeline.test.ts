@@ -1,0 +1,155 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { FRONTEND_CLIENT, request, SEEDED_USER } from '../support/http.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+const SECURITY_HEADERS = {
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'permissions-policy': 'interest-cohort=()',
+};
+
+describe('HTTP pipeline', () => {
+  let server: TestServer;
+  let usersCalls = 0;
+  before(async () => {
+    server = await startTestServer({ env: { CORS_ORIGINS: 'https://app.example', BODY_LIMIT: '2kb' } });
+  });
+  after(() => server.close());
+
+  test('GET / answers name and version with the deprecation headers, touching no store', async () => {
+    const { users } = server.app.stores;
+    const original = users.findById.bind(users);
+    users.findById = async (id) => {
+      usersCalls++;
+      return original(id);
+    };
+    const response = await request(server.url, 'GET', '/', { token: 'ignored-on-a-public-route' });
+    users.findById = original;
+    assert.equal(response.status, 200);
+    assert.deepEqual(response.body, { name: 'token-service', version: '1.0.0' });
+    assert.equal(usersCalls, 0);
+    assert.match(String(response.headers.get('deprecation')), /^@\d+$/);
+    assert.match(String(response.headers.get('sunset')), /^\w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/);
+    assert.match(String(response.headers.get('link')), /rel="sunset"/);
+    assert.equal(response.headers.get('cache-control'), null);
+  });
+
+  test('security headers are on every response, errors included', async () => {
+    for (const [method, path] of [
+      ['GET', '/'],
+      ['GET', '/nowhere'],
+      ['DELETE', '/'],
+      ['GET', '/users/x'],
+    ] as const) {
+      const response = await request(server.url, method, path);
+      for (const [name, value] of Object.entries(SECURITY_HEADERS)) {
+        assert.equal(response.headers.get(name), value, `${name} on ${method} ${path}`);
+      }
+    }
+  });
+
+  test('an unknown path is 404 problem+json', async () => {
+    const response = await request(server.url, 'GET', '/nowhere');
+    assert.equal(response.status, 404);
+    assert.equal(response.headers.get('content-type'), 'application/problem+json');
+    assert.deepEqual(Object.keys(response.body).sort(), ['detail', 'status', 'title', 'type']);
+  });
+
+  test('a wrong method is 405 with Allow', async () => {
+    const response = await request(server.url, 'PUT', '/security/generate-token');
+    assert.equal(response.status, 405);
+    assert.equal(response.headers.get('allow'), 'POST');
+  });
+
+  test('malformed JSON is 400, a wrong content type 415, an oversized body 413', async () => {
+    const malformed = await request(server.url, 'POST', '/security/generate-token', {
+      raw: '{"grant_type":',
+      headers: { 'Content-Type': 'application/json' },
+    });
+    assert.equal(malformed.status, 400);
+    assert.equal(malformed.body.detail, 'The request body is not valid JSON');
+    const wrongType = await request(server.url, 'POST', '/security/generate-token', {
+      raw: 'grant_type=password',
+      headers: { 'Content-Type': 'text/plain' },
+    });
+    assert.equal(wrongType.status, 415);
+    const oversized = await request(server.url, 'POST', '/security/generate-token', {
+      json: { grant_type: 'password', padding: 'x'.repeat(4096) },
+    });
+    assert.equal(oversized.status, 413);
+    for (const response of [malformed, wrongType, oversized]) {
+      assert.equal(response.headers.get('content-type'), 'application/problem+json');
+      assert.ok(!JSON.stringify(response.body).includes(' at '), 'no stack trace');
+    }
+  });
+
+  test('a JSON body that is not an object is invalid_request', async () => {
+    const response = await request(server.url, 'POST', '/security/generate-token', { json: ['password'] });
+    assert.equal(response.status, 400);
+    assert.equal(response.body.error, 'invalid_request');
+  });
+
+  test('a guest on a protected route gets 401 with a bare Bearer challenge', async () => {
+    const response = await request(server.url, 'GET', '/users/anything');
+    assert.equal(response.status, 401);
+    assert.equal(response.headers.get('www-authenticate'), 'Bearer');
+  });
+
+  test('CORS: an allowed origin is answered, a preflight too; others get no CORS headers', async () => {
+    const allowed = await request(server.url, 'GET', '/', { headers: { Origin: 'https://app.example' } });
+    assert.equal(allowed.headers.get('access-control-allow-origin'), 'https://app.example');
+    assert.equal(allowed.headers.get('vary'), 'Origin');
+    const other = await request(server.url, 'GET', '/', { headers: { Origin: 'https://evil.example' } });
+    assert.equal(other.headers.get('access-control-allow-origin'), null);
+    const preflight = await request(server.url, 'OPTIONS', '/security/generate-token', {
+      headers: { Origin: 'https://app.example', 'Access-Control-Request-Method': 'POST' },
+    });
+    assert.equal(preflight.status, 204);
+    assert.equal(preflight.headers.get('access-control-allow-methods'), 'POST');
+    assert.match(String(preflight.headers.get('access-control-allow-headers')), /Authorization/);
+  });
+
+  test('bad input leaves stored data unchanged', async () => {
+    const before = await server.app.stores.users.findByIdentity(SEEDED_USER.username);
+    await request(server.url, 'POST', '/security/generate-token', {
+      json: {
+        grant_type: 'password',
+        scope: 'api',
+        ...FRONTEND_CLIENT,
+        username: SEEDED_USER.username,
+        password: 'wrong',
+      },
+    });
+    await request(server.url, 'POST', '/security/generate-token', {
+      raw: '{',
+      headers: { 'Content-Type': 'application/json' },
+    });
+    assert.deepEqual(await server.app.stores.users.findByIdentity(SEEDED_USER.username), before);
+  });
+});
+
+describe('configured response headers', () => {
+  test('per route name, with * for all routes', async () => {
+    const { writeFileSync, mkdtempSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const file = join(mkdtempSync(join(tmpdir(), 'cfg-')), 'config.json');
+    writeFileSync(
+      file,
+      JSON.stringify({ responseHeaders: { '*': { 'X-Frame-Options': 'DENY' }, home: { 'X-Home': 'yes' } } }),
+    );
+    const server = await startTestServer({ env: { CONFIG_FILE: file } });
+    try {
+      const home = await request(server.url, 'GET', '/');
+      assert.equal(home.headers.get('x-frame-options'), 'DENY');
+      assert.equal(home.headers.get('x-home'), 'yes');
+      assert.equal(home.headers.get('x-content-type-options'), 'nosniff');
+      const other = await request(server.url, 'GET', '/nowhere');
+      assert.equal(other.headers.get('x-frame-options'), 'DENY');
+      assert.equal(other.headers.get('x-home'), null);
+    } finally {
+      await server.close();
+    }
+  });
+});

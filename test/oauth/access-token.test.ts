@@ -1,0 +1,146 @@
+import assert from 'node:assert/strict';
+import { createHmac, generateKeyPairSync } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { SignJWT } from 'jose';
+import { decodeJwtPart, FRONTEND_CLIENT, passwordGrant, request, SEEDED_USER } from '../support/http.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+const base64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+
+describe('access tokens on a protected route', () => {
+  let server: TestServer;
+  let token: string;
+  let claims: Record<string, unknown>;
+  before(async () => {
+    server = await startTestServer();
+    token = (await passwordGrant(server.url, FRONTEND_CLIENT, SEEDED_USER)).access_token;
+    claims = decodeJwtPart(token, 1);
+  });
+  after(() => server.close());
+
+  const read = (bearer: string) => request(server.url, 'GET', `/users/${claims.sub}`, { token: bearer });
+
+  function assertInvalidToken(response: Awaited<ReturnType<typeof read>>, detail?: RegExp) {
+    assert.equal(response.status, 401);
+    assert.equal(response.headers.get('content-type'), 'application/problem+json');
+    assert.equal(response.body.error, 'invalid_token');
+    assert.match(String(response.headers.get('www-authenticate')), /^Bearer error="invalid_token"/);
+    if (detail) assert.match(String(response.body.detail), detail);
+    assert.ok(!JSON.stringify(response.body).includes('    at '), 'no stack trace');
+  }
+
+  test('a valid token reads the account', async () => {
+    assert.equal((await read(token)).status, 200);
+  });
+
+  test('a token signed with another key is refused', async () => {
+    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const forged = await new SignJWT(claims)
+      .setProtectedHeader({ alg: 'RS256', typ: 'at+jwt' })
+      .sign(privateKey);
+    assertInvalidToken(await read(forged), /signature/);
+  });
+
+  test('alg none is refused', async () => {
+    const unsigned = `${base64url({ alg: 'none', typ: 'at+jwt' })}.${base64url(claims)}.`;
+    assertInvalidToken(await read(unsigned));
+  });
+
+  test('HS256 signed with the public key as the secret is refused', async () => {
+    const publicPem = readFileSync(join(server.keysDir, 'public.key'));
+    const input = `${base64url({ alg: 'HS256', typ: 'at+jwt' })}.${base64url(claims)}`;
+    const signature = createHmac('sha256', publicPem).update(input).digest('base64url');
+    assertInvalidToken(await read(`${input}.${signature}`), /algorithm/);
+  });
+
+  test('a token with another typ is refused', async () => {
+    const privateKey = readFileSync(join(server.keysDir, 'private.key'), 'utf8');
+    const { createPrivateKey } = await import('node:crypto');
+    const jwt = await new SignJWT(claims)
+      .setProtectedHeader({ alg: 'RS256', typ: 'JWT' })
+      .sign(createPrivateKey(privateKey));
+    assertInvalidToken(await read(jwt), /typ/);
+  });
+
+  test('a tampered payload is refused', async () => {
+    const [header, , signature] = token.split('.');
+    const tampered = `${header}.${base64url({ ...claims, sub: '00000000-0000-0000-0000-000000000000' })}.${signature}`;
+    assertInvalidToken(await read(tampered), /signature/);
+  });
+
+  test('garbage and a non-Bearer scheme are refused', async () => {
+    assertInvalidToken(await read('not-a-jwt'));
+    const basic = await request(server.url, 'GET', `/users/${claims.sub}`, {
+      headers: { Authorization: 'Basic Zm9vOmJhcg==' },
+    });
+    assert.equal(basic.status, 401);
+  });
+
+  test('a token of a deactivated account is refused at once', async () => {
+    const id = String(claims.sub);
+    await server.app.stores.users.update(id, { status: 'inactive' });
+    try {
+      assertInvalidToken(await read(token), /not active/);
+    } finally {
+      await server.app.stores.users.update(id, { status: 'active' });
+    }
+  });
+
+  test('a token of a deleted account is refused at once', async () => {
+    const other = await startTestServer();
+    try {
+      const otherToken = (await passwordGrant(other.url, FRONTEND_CLIENT, SEEDED_USER)).access_token;
+      const sub = String(decodeJwtPart(otherToken, 1).sub);
+      assert.equal(await other.app.stores.users.delete(sub), true);
+      const response = await request(other.url, 'GET', `/users/${sub}`, { token: otherToken });
+      assert.equal(response.status, 401);
+      assert.equal(response.body.error, 'invalid_token');
+    } finally {
+      await other.close();
+    }
+  });
+});
+
+describe('access token lifetime', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer({ env: { ACCESS_TOKEN_TTL: '1' } });
+  });
+  after(() => server.close());
+
+  test('an expired token is refused with "Token has expired"', async () => {
+    const tokens = await passwordGrant(server.url, FRONTEND_CLIENT, SEEDED_USER);
+    assert.equal(tokens.expires_in, 1);
+    const sub = decodeJwtPart(tokens.access_token, 1).sub;
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    const response = await request(server.url, 'GET', `/users/${sub}`, { token: tokens.access_token });
+    assert.equal(response.status, 401);
+    assert.equal(response.body.detail, 'Token has expired');
+    assert.equal(
+      response.headers.get('www-authenticate'),
+      'Bearer error="invalid_token", error_description="Token has expired"',
+    );
+  });
+});
+
+describe('signing algorithm', () => {
+  test('ACCESS_TOKEN_ALG selects the algorithm, and verification pins it', async () => {
+    const ps = await startTestServer({ env: { ACCESS_TOKEN_ALG: 'PS256' } });
+    const rs = await startTestServer({ env: { ACCESS_TOKEN_ALG: 'RS256' }, keysDir: ps.keysDir });
+    try {
+      const tokens = await passwordGrant(ps.url, FRONTEND_CLIENT, SEEDED_USER);
+      assert.equal(decodeJwtPart(tokens.access_token, 0).alg, 'PS256');
+      // Same keys, other pinned algorithm: refused.
+      const response = await request(rs.url, 'GET', `/users/${decodeJwtPart(tokens.access_token, 1).sub}`, {
+        token: tokens.access_token,
+      });
+      assert.equal(response.status, 401);
+      assert.match(String(response.body.detail), /algorithm/);
+    } finally {
+      await rs.close();
+      await ps.close();
+    }
+  });
+});

@@ -1,0 +1,145 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import {
+  ADMIN_CLIENT,
+  decodeJwtPart,
+  FRONTEND_CLIENT,
+  passwordGrant,
+  refreshGrant,
+  request,
+  SEEDED_USER,
+} from '../support/http.ts';
+import { backends, startTestServer, type TestServer } from '../support/server.ts';
+
+for (const backend of backends()) {
+  describe(`refresh token grant (${backend})`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startTestServer({ backend });
+    });
+    after(() => server.close());
+
+    const login = () => passwordGrant(server.url, FRONTEND_CLIENT, SEEDED_USER);
+
+    test('a refresh returns a new access token and a new refresh token', async () => {
+      const first = await login();
+      const response = await refreshGrant(server.url, FRONTEND_CLIENT, first.refresh_token);
+      assert.equal(response.status, 200);
+      assert.equal(response.headers.get('cache-control'), 'no-store');
+      assert.notEqual(response.body.access_token, first.access_token);
+      assert.notEqual(response.body.refresh_token, first.refresh_token);
+      const accessToken = String(response.body.access_token);
+      const me = await request(server.url, 'GET', `/users/${decodeJwtPart(accessToken, 1).sub}`, {
+        token: accessToken,
+      });
+      assert.equal(me.status, 200);
+    });
+
+    test('the new refresh token works again, many times in a row', async () => {
+      let token = (await login()).refresh_token;
+      for (let i = 0; i < 5; i++) {
+        const response = await refreshGrant(server.url, FRONTEND_CLIENT, token);
+        assert.equal(response.status, 200);
+        token = String(response.body.refresh_token);
+      }
+    });
+
+    test('a used refresh token presented again is refused and revokes its whole family', async () => {
+      const first = await login();
+      const second = await refreshGrant(server.url, FRONTEND_CLIENT, first.refresh_token);
+      assert.equal(second.status, 200);
+      const replay = await refreshGrant(server.url, FRONTEND_CLIENT, first.refresh_token);
+      assert.equal(replay.status, 400);
+      assert.equal(replay.body.error, 'invalid_grant');
+      // The legitimate holder's newer token is now revoked too (RFC 9700 §4.14.2).
+      const newer = await refreshGrant(server.url, FRONTEND_CLIENT, String(second.body.refresh_token));
+      assert.equal(newer.status, 400);
+      assert.equal(newer.body.error, 'invalid_grant');
+    });
+
+    test('two concurrent refreshes with one token: exactly one succeeds', async () => {
+      const { refresh_token } = await login();
+      const results = await Promise.all(
+        Array.from({ length: 8 }, () => refreshGrant(server.url, FRONTEND_CLIENT, refresh_token)),
+      );
+      assert.equal(results.filter((r) => r.status === 200).length, 1);
+      assert.equal(results.filter((r) => r.status === 400).length, 7);
+    });
+
+    test('a refresh token is bound to its client', async () => {
+      const { refresh_token } = await login();
+      const response = await refreshGrant(server.url, ADMIN_CLIENT, refresh_token);
+      assert.equal(response.status, 400);
+      assert.equal(response.body.error, 'invalid_grant');
+    });
+
+    test('an unknown or malformed refresh token is invalid_grant', async () => {
+      for (const token of ['nonsense', `${'a'.repeat(22)}.${'b'.repeat(43)}`]) {
+        const response = await refreshGrant(server.url, FRONTEND_CLIENT, token);
+        assert.equal(response.status, 400);
+        assert.equal(response.body.error, 'invalid_grant');
+      }
+    });
+
+    test('a wrong scope is refused before the token is consumed', async () => {
+      const { refresh_token } = await login();
+      const wrong = await request(server.url, 'POST', '/security/refresh-token', {
+        json: { grant_type: 'refresh_token', scope: 'other', refresh_token, ...FRONTEND_CLIENT },
+      });
+      assert.equal(wrong.status, 400);
+      assert.equal(wrong.body.detail, 'Invalid scope');
+      const right = await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token);
+      assert.equal(right.status, 200);
+    });
+
+    test('a wrong client secret is refused and leaves the refresh token usable', async () => {
+      const { refresh_token } = await login();
+      const wrong = await refreshGrant(
+        server.url,
+        { ...FRONTEND_CLIENT, client_secret: 'nope' },
+        refresh_token,
+      );
+      assert.equal(wrong.status, 401);
+      assert.equal((await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token)).status, 200);
+    });
+
+    test('a missing refresh_token is invalid_request', async () => {
+      const response = await request(server.url, 'POST', '/security/refresh-token', {
+        json: { grant_type: 'refresh_token', scope: 'api', ...FRONTEND_CLIENT },
+      });
+      assert.equal(response.status, 400);
+      assert.equal(response.body.error, 'invalid_request');
+    });
+
+    test('an account deactivated since login cannot refresh', async () => {
+      const { refresh_token } = await login();
+      const account = await server.app.stores.users.findByIdentity(SEEDED_USER.username);
+      assert.ok(account);
+      await server.app.stores.users.update(account.id, { status: 'inactive' });
+      try {
+        const response = await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token);
+        assert.equal(response.status, 400);
+        assert.equal(response.body.detail, 'Invalid credentials');
+      } finally {
+        await server.app.stores.users.update(account.id, { status: 'active' });
+      }
+    });
+  });
+
+  describe(`refresh token lifetime (${backend})`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startTestServer({ backend, env: { REFRESH_TOKEN_TTL: '1' } });
+    });
+    after(() => server.close());
+
+    test('an expired refresh token is refused: the client must log in again', async () => {
+      const { refresh_token } = await passwordGrant(server.url, FRONTEND_CLIENT, SEEDED_USER);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const response = await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token);
+      assert.equal(response.status, 400);
+      assert.equal(response.body.error, 'invalid_grant');
+      assert.equal((await passwordGrant(server.url, FRONTEND_CLIENT, SEEDED_USER)).token_type, 'Bearer');
+    });
+  });
+}
