@@ -44,6 +44,22 @@ export interface Config {
   bcryptCost: number;
   bodyLimit: number;
   cors: { origins: readonly string[] | '*'; maxAge: number };
+  mail: {
+    /** Sender of every message. */
+    from: string;
+    /** Lifetime of an activation link, seconds. */
+    activationTtl: number;
+    /** Lifetime of a password reset link, seconds. */
+    resetTtl: number;
+  };
+  errorReport: {
+    /** Accepted `Error-Reporting-Token` values by alias (the alias is what the log records). */
+    tokens: ReadonlyMap<string, string>;
+    /** IP addresses or CIDR ranges. */
+    ipWhitelist: readonly string[];
+    /** Host names matched against the `Origin` header. */
+    domainWhitelist: readonly string[];
+  };
   /** Response headers per route name; `*` applies to every route. */
   responseHeaders: Readonly<Record<string, Readonly<Record<string, string>>>>;
   /** Deprecations per route name. */
@@ -98,6 +114,16 @@ export function loadConfig(env: Env, packageInfo: { name: string; version: strin
     grants: grants(env),
     bcryptCost: integer(env, 'BCRYPT_COST', 10, 4, 31),
     bodyLimit: byteSize(env, 'BODY_LIMIT', '1mb'),
+    mail: {
+      from: env.MAIL_FROM || `${env.APP_NAME || packageInfo.name} <no-reply@${new URL(appUrl).hostname}>`,
+      activationTtl: integer(env, 'ACTIVATION_TTL', 86_400, 60, 31_536_000),
+      resetTtl: integer(env, 'RESET_PASSWORD_TTL', 3_600, 60, 31_536_000),
+    },
+    errorReport: {
+      tokens: errorReportTokens(env.ERROR_REPORT_TOKENS),
+      ipWhitelist: list(env.ERROR_REPORT_IP_WHITELIST),
+      domainWhitelist: list(env.ERROR_REPORT_DOMAIN_WHITELIST).map((host) => host.toLowerCase()),
+    },
     cors: { origins: corsOrigins.includes('*') ? '*' : corsOrigins, maxAge: file.cors?.maxAge ?? 600 },
     responseHeaders: {
       ...file.responseHeaders,
@@ -214,6 +240,27 @@ function grants(env: Env): ReadonlySet<GrantType> {
     }
   }
   return new Set(names as GrantType[]);
+}
+
+/**
+ * `ERROR_REPORT_TOKENS`: a comma list of `alias:token` pairs (a bare token gets the alias
+ * `token-N`). Tokens must be long enough not to be guessed.
+ */
+function errorReportTokens(raw: string | undefined): ReadonlyMap<string, string> {
+  const tokens = new Map<string, string>();
+  list(raw).forEach((entry, index) => {
+    const colon = entry.indexOf(':');
+    const alias = colon > 0 ? entry.slice(0, colon) : `token-${index + 1}`;
+    const token = colon > 0 ? entry.slice(colon + 1) : entry;
+    if (token.length < 16)
+      throw new ConfigError(
+        'ERROR_REPORT_TOKENS',
+        `entry ${index + 1} has a token shorter than 16 characters`,
+      );
+    if (tokens.has(alias)) throw new ConfigError('ERROR_REPORT_TOKENS', `alias "${alias}" is used twice`);
+    tokens.set(alias, token);
+  });
+  return tokens;
 }
 
 const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
