@@ -33,16 +33,17 @@ export function createRequestHandler(
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const app = polka({ onNoMatch: (req, res) => answerUnmatched(req, res) });
   const defaultHeaders = headersForRoute(undefined, options.responseHeaders, undefined);
-  const pathPatterns = options.routes.map((route) => ({
-    method: route.method,
-    pattern: parsePattern(route.path).pattern,
-  }));
+  const pathPatterns = options.routes.flatMap((route) => {
+    const { pattern } = parsePattern(route.path);
+    const methods = route.method === 'GET' ? ['GET', 'HEAD'] : [route.method];
+    return methods.map((method) => ({ method, pattern }));
+  });
 
   for (const route of options.routes) {
     const headers = headersForRoute(route.name, options.responseHeaders, options.deprecations[route.name]);
     const validator = route.body ? compileValidator(route.body) : undefined;
 
-    app.add(route.method, route.path, async (req: Request, res: ServerResponse) => {
+    const serve = async (req: Request, res: ServerResponse) => {
       applyHeaders(res, headers);
       applyCors(req, res, options.cors);
       try {
@@ -65,7 +66,10 @@ export function createRequestHandler(
       } catch (error) {
         fail(error, req, res, route);
       }
-    });
+    };
+    app.add(route.method, route.path, serve);
+    // RFC 9110 §9.3.2: HEAD is GET without the body (Node drops the body by itself).
+    if (route.method === 'GET') app.add('HEAD', route.path, serve);
   }
 
   function allowedMethods(path: string): string[] {

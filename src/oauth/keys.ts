@@ -79,21 +79,30 @@ export async function generateKeyFiles(dir: string, options: { force: boolean })
   }
 }
 
-/** Generates the key files unless all of them are already there. Returns true when it wrote them. */
-export async function ensureKeyFiles(dir: string): Promise<boolean> {
-  const present = Object.values(KEY_FILES).filter((file) => existsSync(join(dir, file)));
-  if (present.length === Object.keys(KEY_FILES).length) return false;
-  if (present.length > 0) {
-    throw new Error(
-      `Incomplete key set in ${dir} (found only ${present.join(', ')}); restore it or run keys:generate --force`,
-    );
+/**
+ * Generates the key files unless all of them are already there. Returns true when it wrote
+ * them. A partial set may be another container finishing its write on a shared volume, so it
+ * is given a few seconds to complete before it is reported as broken.
+ */
+export async function ensureKeyFiles(dir: string, settleMs = 5_000): Promise<boolean> {
+  const deadline = Date.now() + settleMs;
+  for (;;) {
+    const present = Object.values(KEY_FILES).filter((file) => existsSync(join(dir, file)));
+    if (present.length === Object.keys(KEY_FILES).length) return false;
+    if (present.length === 0) break;
+    if (Date.now() >= deadline) {
+      throw new Error(
+        `Incomplete key set in ${dir} (found only ${present.join(', ')}); restore it or run keys:generate --force`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
   try {
     await generateKeyFiles(dir, { force: false });
     return true;
   } catch (error) {
-    // Another process won the race and wrote a complete set first.
-    if (error instanceof KeyFilesExist) return false;
+    // Another process won the race; wait for its set to be complete.
+    if (error instanceof KeyFilesExist) return ensureKeyFiles(dir, settleMs).then(() => false);
     throw error;
   }
 }

@@ -60,6 +60,10 @@ describe('HTTP pipeline', () => {
     const response = await request(server.url, 'PUT', '/security/generate-token');
     assert.equal(response.status, 405);
     assert.equal(response.headers.get('allow'), 'POST');
+    const head = await request(server.url, 'HEAD', '/');
+    assert.equal(head.status, 200);
+    const deleteHome = await request(server.url, 'DELETE', '/');
+    assert.equal(deleteHome.headers.get('allow'), 'GET, HEAD');
   });
 
   test('malformed JSON is 400, a wrong content type 415, an oversized body 413', async () => {
