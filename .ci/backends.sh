@@ -1,0 +1,124 @@
+# shellcheck shell=bash
+# Sourced by .ci/run: starts a private redis-server and FerretDB (SQLite) on free loopback
+# ports and exports REDIS_URL / MONGODB_URL for the contract tests. The caller does
+#   source .ci/backends.sh && trap stop_backends EXIT
+# It never touches a Redis or MongoDB the machine may already run (e.g. on 6379/27017).
+
+FERRETDB_VERSION="${FERRETDB_VERSION:-v1.24.2}"
+
+_backends_log() { echo "[backends] $*" >&2; }
+
+# True when something accepts TCP connections on 127.0.0.1:$1.
+_backends_port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+_backends_free_port() {
+  local port
+  for _ in $(seq 1 200); do
+    port=$((20000 + RANDOM % 40000))
+    if ! _backends_port_open "$port"; then
+      echo "$port"
+      return 0
+    fi
+  done
+  return 1
+}
+
+_backends_wait_port() {
+  local port=$1 pid=$2 name=$3
+  for _ in $(seq 1 300); do
+    _backends_port_open "$port" && return 0
+    if ! kill -0 "$pid" 2>/dev/null; then
+      _backends_log "$name exited before accepting connections; its log:"
+      cat "$BACKENDS_DIR/$name.log" >&2 || true
+      return 1
+    fi
+    sleep 0.1
+  done
+  _backends_log "$name did not accept connections on port $port within 30 s"
+  return 1
+}
+
+_backends_install_redis() {
+  command -v redis-server >/dev/null 2>&1 && return 0
+  _backends_log "installing redis-server"
+  # Only refresh the package lists when the package is not known yet.
+  if ! apt-cache show redis-server >/dev/null 2>&1; then
+    apt-get update -qq || return 1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null || return 1
+  # The Debian package starts a system service on 6379; the tests never use it.
+}
+
+_backends_build_ferretdb() {
+  # A binary built without build/version/version.txt panics at start, so check it runs.
+  if command -v ferretdb >/dev/null 2>&1 && ferretdb --version >/dev/null 2>&1; then
+    return 0
+  fi
+  command -v go >/dev/null 2>&1 || { _backends_log "go is required to build FerretDB"; return 1; }
+  _backends_log "building FerretDB $FERRETDB_VERSION"
+  local json dir src bin
+  # `go install ...@version` fails here: its deprecation lookup is refused, so download the
+  # module and build it from a copy (the module cache is read-only, and the build needs a
+  # generated version.txt that the published module does not ship).
+  json=$(go mod download -json "github.com/FerretDB/FerretDB@$FERRETDB_VERSION") || return 1
+  dir=$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' | head -n 1)
+  [ -d "$dir" ] || { _backends_log "no module dir in: $json"; return 1; }
+  src=$(mktemp -d)
+  cp -r "$dir"/. "$src"/ && chmod -R u+w "$src" || return 1
+  echo "$FERRETDB_VERSION" >"$src/build/version/version.txt"
+  bin="$(go env GOPATH)/bin"
+  mkdir -p "$bin"
+  (cd "$src" && go build -buildvcs=false -o "$bin/ferretdb" ./cmd/ferretdb) || return 1
+  rm -rf "$src"
+  case ":$PATH:" in *":$bin:"*) ;; *) export PATH="$bin:$PATH" ;; esac
+}
+
+stop_backends() {
+  local pid
+  for pid in ${BACKENDS_PIDS:-}; do
+    kill "$pid" 2>/dev/null || true
+  done
+  for pid in ${BACKENDS_PIDS:-}; do
+    # Wait (bounded) so the data dir can be removed after the process let go of it.
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  done
+  BACKENDS_PIDS=""
+  [ -n "${BACKENDS_DIR:-}" ] && rm -rf "$BACKENDS_DIR"
+  BACKENDS_DIR=""
+}
+
+start_backends() {
+  # Go may be installed but not on a non-login shell's PATH.
+  for d in /usr/local/go/bin "$HOME/go/bin"; do
+    [ -d "$d" ] && case ":$PATH:" in *":$d:"*) ;; *) export PATH="$PATH:$d" ;; esac
+  done
+  _backends_install_redis || { _backends_log "cannot install redis-server"; return 1; }
+  _backends_build_ferretdb || { _backends_log "cannot build FerretDB"; return 1; }
+
+  BACKENDS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/backends.XXXXXX")
+  BACKENDS_PIDS=""
+  mkdir -p "$BACKENDS_DIR/redis" "$BACKENDS_DIR/ferretdb"
+
+  local redis_port ferret_port
+  redis_port=$(_backends_free_port) || return 1
+  redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no \
+    --dir "$BACKENDS_DIR/redis" >"$BACKENDS_DIR/redis.log" 2>&1 &
+  BACKENDS_PIDS="$BACKENDS_PIDS $!"
+  _backends_wait_port "$redis_port" "$!" redis || return 1
+
+  ferret_port=$(_backends_free_port) || return 1
+  # --debug-addr=- : the default debug listener (127.0.0.1:8088) would clash with the
+  # FerretDB instances the outage tests start themselves.
+  ferretdb --handler=sqlite --sqlite-url="file:$BACKENDS_DIR/ferretdb/" \
+    --state-dir="$BACKENDS_DIR/ferretdb" --listen-addr="127.0.0.1:$ferret_port" \
+    --debug-addr=- --telemetry=disable --log-level=warn >"$BACKENDS_DIR/ferretdb.log" 2>&1 &
+  BACKENDS_PIDS="$BACKENDS_PIDS $!"
+  _backends_wait_port "$ferret_port" "$!" ferretdb || return 1
+
+  export REDIS_URL="redis://127.0.0.1:$redis_port"
+  export MONGODB_URL="mongodb://127.0.0.1:$ferret_port/tokenservice"
+  _backends_log "redis-server on $REDIS_URL, FerretDB on $MONGODB_URL"
+}
+
+start_backends || { stop_backends; false; }

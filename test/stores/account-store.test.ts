@@ -1,0 +1,320 @@
+/**
+ * The AccountStore contract, written once and run against every backend: the memory store
+ * always, MongoDB (or FerretDB) when MONGODB_URL is set.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { MongoClient } from 'mongodb';
+import { DuplicateIdentity } from '../../src/errors.ts';
+import { compareAccounts } from '../../src/stores/account-rules.ts';
+import { MemoryAccountStore } from '../../src/stores/memory/index.ts';
+import { ensureIndexes, mongoCatalogStores } from '../../src/stores/mongo/index.ts';
+import type { Account, AccountQuery, AccountStore } from '../../src/stores/types.ts';
+import { uniqueName, withDatabase } from '../support/backends.ts';
+
+interface Pair {
+  admins: AccountStore;
+  users: AccountStore;
+}
+
+interface Harness extends Pair {
+  /** Empties both stores before each test. */
+  reset(): Promise<void>;
+  close(): Promise<void>;
+  /** The same data through a second, independent connection (backends that have one). */
+  otherConnection?: () => Promise<Pair & { close(): Promise<void> }>;
+}
+
+let seq = 0;
+
+function account(identity: string, overrides: Partial<Account> = {}): Account {
+  // Distinct, increasing timestamps unless a test wants ties.
+  const at = new Date(Date.UTC(2024, 0, 1) + ++seq * 1000);
+  return {
+    id: randomUUID(),
+    identity,
+    passwordHash: `$2b$10$hash-of-${identity}`,
+    firstName: null,
+    lastName: null,
+    status: 'active',
+    roles: [],
+    createdAt: at,
+    updatedAt: at,
+    ...overrides,
+  };
+}
+
+function accountContract(open: () => Promise<Harness>): void {
+  let h: Harness;
+  before(async () => {
+    h = await open();
+  });
+  beforeEach(async () => {
+    await h.reset();
+  });
+  after(async () => {
+    await h?.close();
+  });
+
+  test('create, then find by id and by identity returns exactly the account', async () => {
+    const a = account('ada@example.com', { firstName: 'Ada', lastName: 'Lovelace', status: 'pending' });
+    await h.users.create(a);
+    const byId = await h.users.findById(a.id);
+    assert.deepEqual(byId, a);
+    assert.ok(byId?.createdAt instanceof Date && byId.updatedAt instanceof Date);
+    assert.deepEqual(await h.users.findByIdentity('ada@example.com'), a);
+    assert.equal(await h.users.findById(randomUUID()), null);
+    assert.equal(await h.users.findByIdentity('nobody@example.com'), null);
+  });
+
+  test('returned accounts are copies', async () => {
+    const a = account('root', { roles: ['admin'] });
+    await h.admins.create(a);
+    const found = await h.admins.findById(a.id);
+    found?.roles.push('superuser');
+    a.roles.push('superuser');
+    assert.deepEqual((await h.admins.findById(a.id))?.roles, ['admin']);
+  });
+
+  test('a duplicate identity is rejected with DuplicateIdentity', async () => {
+    await h.users.create(account('bob@example.com'));
+    await assert.rejects(h.users.create(account('bob@example.com')), DuplicateIdentity);
+    await h.admins.create(account('bob'));
+    await assert.rejects(h.admins.create(account('bob')), DuplicateIdentity);
+  });
+
+  test('user identities compare case-insensitively', async () => {
+    const a = account('Carol@Example.com');
+    await h.users.create(a);
+    await assert.rejects(h.users.create(account('carol@example.COM')), DuplicateIdentity);
+    assert.deepEqual(await h.users.findByIdentity('CAROL@example.com'), a);
+  });
+
+  test('admin identities are case-sensitive', async () => {
+    const lower = account('dave');
+    const upper = account('Dave');
+    await h.admins.create(lower);
+    await h.admins.create(upper);
+    assert.deepEqual(await h.admins.findByIdentity('dave'), lower);
+    assert.deepEqual(await h.admins.findByIdentity('Dave'), upper);
+    assert.equal(await h.admins.findByIdentity('DAVE'), null);
+  });
+
+  test('update changes fields and returns the updated account', async () => {
+    const a = account('erin@example.com');
+    await h.users.create(a);
+    const updatedAt = new Date(a.updatedAt.getTime() + 60_000);
+    const updated = await h.users.update(a.id, { firstName: 'Erin', status: 'inactive', updatedAt });
+    const expected = { ...a, firstName: 'Erin', status: 'inactive' as const, updatedAt };
+    assert.deepEqual(updated, expected);
+    assert.deepEqual(await h.users.findById(a.id), expected);
+    assert.equal(await h.users.update(randomUUID(), { firstName: 'x' }), null);
+  });
+
+  test('update can change the identity, and rejects a taken one', async () => {
+    const a = account('frank@example.com');
+    const b = account('grace@example.com');
+    await h.users.create(a);
+    await h.users.create(b);
+    const moved = await h.users.update(a.id, { identity: 'Frank2@example.com' });
+    assert.equal(moved?.identity, 'Frank2@example.com');
+    assert.equal(await h.users.findByIdentity('frank@example.com'), null);
+    assert.equal((await h.users.findByIdentity('frank2@example.com'))?.id, a.id);
+    // The old identity is free again.
+    await h.users.create(account('frank@example.com'));
+
+    await assert.rejects(h.users.update(a.id, { identity: 'GRACE@example.com' }), DuplicateIdentity);
+    assert.equal((await h.users.findById(a.id))?.identity, 'Frank2@example.com');
+    // Changing only the case of one's own identity is not a conflict.
+    assert.equal(
+      (await h.users.update(b.id, { identity: 'Grace@Example.com' }))?.identity,
+      'Grace@Example.com',
+    );
+
+    const root = account('root');
+    const ops = account('ops');
+    await h.admins.create(root);
+    await h.admins.create(ops);
+    await assert.rejects(h.admins.update(ops.id, { identity: 'root' }), DuplicateIdentity);
+    assert.equal((await h.admins.update(ops.id, { identity: 'Root' }))?.identity, 'Root');
+  });
+
+  test('delete removes the account and frees its identity', async () => {
+    const a = account('heidi@example.com');
+    await h.users.create(a);
+    assert.equal(await h.users.delete(a.id), true);
+    assert.equal(await h.users.delete(a.id), false);
+    assert.equal(await h.users.findById(a.id), null);
+    assert.equal(await h.users.findByIdentity('heidi@example.com'), null);
+    await h.users.create(account('HEIDI@example.com'));
+  });
+
+  test('list filters, sorts (ties broken by id), pages and counts the total', async () => {
+    const tie = new Date(Date.UTC(2024, 5, 1));
+    const all = [
+      account('m@example.com', { status: 'active' }),
+      account('b@example.com', { status: 'pending' }),
+      account('x@example.com', { status: 'active', createdAt: tie }),
+      account('a@example.com', { status: 'inactive' }),
+      account('q@example.com', { status: 'active', createdAt: tie }),
+      account('c@example.com', { status: 'active', createdAt: tie }),
+      account('z@example.com', { status: 'pending' }),
+    ];
+    for (const a of all) await h.users.create(a);
+
+    const queries: AccountQuery[] = [
+      { sort: 'identity', order: 'asc', page: 1, limit: 3 },
+      { sort: 'identity', order: 'desc', page: 2, limit: 3 },
+      { sort: 'identity', order: 'asc', page: 3, limit: 3 },
+      { sort: 'createdAt', order: 'asc', page: 1, limit: 10 },
+      { sort: 'createdAt', order: 'desc', page: 1, limit: 4 },
+      { sort: 'status', order: 'asc', page: 1, limit: 7 },
+      { sort: 'updatedAt', order: 'desc', page: 2, limit: 2 },
+      { status: 'active', sort: 'createdAt', order: 'desc', page: 1, limit: 2 },
+      { status: 'active', sort: 'createdAt', order: 'desc', page: 2, limit: 2 },
+      { status: 'pending', sort: 'identity', order: 'asc', page: 1, limit: 10 },
+      { status: 'deleted', sort: 'identity', order: 'asc', page: 1, limit: 10 },
+      { sort: 'identity', order: 'asc', page: 5, limit: 10 },
+    ];
+    for (const query of queries) {
+      const matching = all
+        .filter((a) => query.status === undefined || a.status === query.status)
+        .sort((a, b) => compareAccounts(a, b, query.sort, query.order));
+      const start = (query.page - 1) * query.limit;
+      const expected = { items: matching.slice(start, start + query.limit), total: matching.length };
+      assert.deepEqual(await h.users.list(query), expected, JSON.stringify(query));
+    }
+  });
+
+  test('count by status and by role', async () => {
+    await h.admins.create(account('a1', { roles: ['admin'] }));
+    await h.admins.create(account('a2', { roles: ['admin', 'superuser'] }));
+    await h.admins.create(account('a3', { roles: ['superuser'], status: 'inactive' }));
+    await h.admins.create(account('a4', { roles: ['admin'], status: 'pending' }));
+    assert.equal(await h.admins.count({}), 4);
+    assert.equal(await h.admins.count({ status: 'active' }), 2);
+    assert.equal(await h.admins.count({ role: 'superuser' }), 2);
+    assert.equal(await h.admins.count({ role: 'admin', status: 'active' }), 2);
+    assert.equal(await h.admins.count({ role: 'superuser', status: 'inactive' }), 1);
+    assert.equal(await h.admins.count({ status: 'deleted' }), 0);
+    assert.equal(await h.users.count({}), 0);
+  });
+
+  test('createIfAbsent creates once and never overwrites', async () => {
+    const seed = account('Seed@example.com', { firstName: 'Seed' });
+    assert.equal(await h.users.createIfAbsent(seed), true);
+    // Someone changes the seeded account; seeding again must not undo that.
+    await h.users.update(seed.id, { firstName: 'Changed' });
+    assert.equal(await h.users.createIfAbsent(seed), false);
+    assert.equal(await h.users.createIfAbsent({ ...seed, id: randomUUID(), firstName: 'Other' }), false);
+    assert.equal(await h.users.createIfAbsent(account('seed@EXAMPLE.com')), false);
+    assert.equal((await h.users.findById(seed.id))?.firstName, 'Changed');
+    assert.equal(await h.users.count({}), 1);
+  });
+
+  test('concurrent createIfAbsent of one record creates it exactly once', async () => {
+    const attempts = Array.from({ length: 20 }, () => account('admin', { roles: ['superuser'] }));
+    const results = await Promise.all(attempts.map((a) => h.admins.createIfAbsent(a)));
+    assert.equal(results.filter(Boolean).length, 1);
+    assert.equal(await h.admins.count({}), 1);
+    const winner = attempts[results.indexOf(true)];
+    assert.deepEqual(await h.admins.findByIdentity('admin'), winner);
+  });
+
+  test('concurrent createIfAbsent from two connections creates it exactly once', async (t) => {
+    if (!h.otherConnection) return t.skip('one process, one connection: nothing to race across');
+    const other = await h.otherConnection();
+    try {
+      const attempts = Array.from({ length: 20 }, () => account('owner@example.com'));
+      const results = await Promise.all(
+        attempts.map((a, i) => (i % 2 === 0 ? h.users : other.users).createIfAbsent(a)),
+      );
+      assert.equal(results.filter(Boolean).length, 1);
+      assert.equal(await h.users.count({}), 1);
+      assert.equal(await other.users.count({}), 1);
+    } finally {
+      await other.close();
+    }
+  });
+}
+
+describe('AccountStore: memory', () => {
+  accountContract(async () => {
+    const h: Harness = {
+      admins: new MemoryAccountStore({ foldIdentityCase: false }),
+      users: new MemoryAccountStore({ foldIdentityCase: true }),
+      async reset() {
+        h.admins = new MemoryAccountStore({ foldIdentityCase: false });
+        h.users = new MemoryAccountStore({ foldIdentityCase: true });
+      },
+      async close() {},
+    };
+    return h;
+  });
+});
+
+const mongodbUrl = process.env.MONGODB_URL;
+
+describe('AccountStore: MongoDB', {
+  skip: mongodbUrl ? false : 'MONGODB_URL not set: real MongoDB contract not run',
+}, () => {
+  accountContract(async () => {
+    // A database of its own per run, so concurrent runs never see each other's data.
+    const url = withDatabase(mongodbUrl ?? '', uniqueName('accounts_test'));
+    const connect = async () => {
+      const client = new MongoClient(url, { serverSelectionTimeoutMS: 5000 });
+      await client.connect();
+      await ensureIndexes(client.db());
+      return { client, stores: mongoCatalogStores(client.db()) };
+    };
+    const main = await connect();
+    return {
+      admins: main.stores.admins,
+      users: main.stores.users,
+      async reset() {
+        await main.client.db().collection('admins').deleteMany({});
+        await main.client.db().collection('users').deleteMany({});
+      },
+      async close() {
+        await main.client.db().dropDatabase();
+        await main.client.close();
+      },
+      async otherConnection() {
+        const other = await connect();
+        return { ...other.stores, close: () => other.client.close() };
+      },
+    };
+  });
+
+  test('stores BSON dates and only the documented fields', async () => {
+    const url = withDatabase(mongodbUrl ?? '', uniqueName('accounts_raw'));
+    const client = new MongoClient(url, { serverSelectionTimeoutMS: 5000 });
+    try {
+      await ensureIndexes(client.db());
+      const a = account('Raw@Example.com');
+      await mongoCatalogStores(client.db()).users.create(a);
+      const raw = await client.db().collection('users').findOne({});
+      assert.ok(raw?.createdAt instanceof Date);
+      assert.equal(raw?._id, a.id);
+      assert.equal(raw?.identityKey, 'raw@example.com');
+      assert.deepEqual(
+        Object.keys((await mongoCatalogStores(client.db()).users.findById(a.id)) ?? {}).sort(),
+        [
+          'createdAt',
+          'firstName',
+          'id',
+          'identity',
+          'lastName',
+          'passwordHash',
+          'roles',
+          'status',
+          'updatedAt',
+        ],
+      );
+    } finally {
+      await client.db().dropDatabase();
+      await client.close();
+    }
+  });
+});

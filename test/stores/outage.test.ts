@@ -1,0 +1,170 @@
+/**
+ * What the service sees when a backend goes away and comes back: calls fail fast with
+ * BackendUnavailable (503) instead of hanging, and succeed again without a restart.
+ * Each test starts its own server on a free loopback port so it can stop it at will.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { BackendUnavailable } from '../../src/errors.ts';
+import { openStores } from '../../src/stores/open.ts';
+import type { Account, Stores } from '../../src/stores/types.ts';
+import {
+  type Backend,
+  freePort,
+  onPath,
+  startFerretDb,
+  startRedis,
+  uniqueName,
+  withDatabase,
+} from '../support/backends.ts';
+
+const FAIL_WITHIN_MS = 5000;
+const RECOVER_WITHIN_MS = 20000;
+
+/** Expects `call` to reject with BackendUnavailable, and quickly. */
+async function assertUnavailableFast(call: () => Promise<unknown>, backend: string): Promise<void> {
+  const started = Date.now();
+  await assert.rejects(call(), (error: unknown) => {
+    assert.ok(error instanceof BackendUnavailable, `got ${String(error)}`);
+    assert.match(error.message, new RegExp(backend));
+    assert.equal(error.status, 503);
+    return true;
+  });
+  const took = Date.now() - started;
+  assert.ok(took < FAIL_WITHIN_MS, `failed after ${took} ms, not within ${FAIL_WITHIN_MS} ms`);
+}
+
+/** Polls `call` until it succeeds; the service must recover by itself. */
+async function eventually<T>(call: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + RECOVER_WITHIN_MS;
+  for (;;) {
+    try {
+      return await call();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+}
+
+function account(identity: string): Account {
+  const now = new Date();
+  return {
+    id: randomUUID(),
+    identity,
+    passwordHash: 'x',
+    firstName: null,
+    lastName: null,
+    status: 'active',
+    roles: [],
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
+describe('Redis outage', {
+  skip: onPath('redis-server') ? false : 'redis-server not on PATH: outage test not run',
+}, () => {
+  let server: Backend;
+  let stores: Stores;
+  before(async () => {
+    server = await startRedis();
+    stores = await openStores({ redisUrl: server.url, startupTimeoutMs: 10000 });
+  });
+  after(async () => {
+    await stores?.close();
+    await server?.dispose();
+  });
+
+  test('fails fast with BackendUnavailable while down and recovers after a restart', async () => {
+    const grant = {
+      familyId: randomUUID(),
+      clientId: 'web',
+      accountKind: 'user' as const,
+      subject: randomUUID(),
+      scope: 'profile',
+      expiresAt: Date.now() + 60_000,
+    };
+    await stores.refreshTokens.save('d1', grant);
+    assert.equal((await stores.refreshTokens.consume(grant.familyId, 'd1')).outcome, 'consumed');
+
+    await server.stop();
+    await assertUnavailableFast(() => stores.refreshTokens.consume(grant.familyId, 'd1'), 'Redis');
+    await assertUnavailableFast(() => stores.refreshTokens.save('d2', grant), 'Redis');
+
+    await server.restart();
+    // The restarted server is empty (no persistence); what matters is that calls work again.
+    await eventually(() => stores.refreshTokens.save('d3', grant));
+    assert.equal((await stores.refreshTokens.consume(grant.familyId, 'd3')).outcome, 'consumed');
+  });
+});
+
+describe('MongoDB (FerretDB) outage', {
+  skip: onPath('ferretdb') ? false : 'ferretdb not on PATH: outage test not run',
+}, () => {
+  let server: Backend;
+  let stores: Stores;
+  before(async () => {
+    server = await startFerretDb();
+    stores = await openStores({
+      mongodbUrl: withDatabase(server.url, uniqueName('outage')),
+      startupTimeoutMs: 10000,
+    });
+  });
+  after(async () => {
+    await stores?.close();
+    await server?.dispose();
+  });
+
+  test('fails fast with BackendUnavailable while down and recovers after a restart', async () => {
+    const a = account('outage@example.com');
+    await stores.users.create(a);
+
+    await server.stop();
+    await assertUnavailableFast(() => stores.users.findById(a.id), 'MongoDB');
+    await assertUnavailableFast(() => stores.users.create(account('second@example.com')), 'MongoDB');
+
+    await server.restart();
+    // Same port and data dir: the account written before the outage is still there.
+    const found = await eventually(() => stores.users.findById(a.id));
+    assert.equal(found?.identity, 'outage@example.com');
+    await stores.users.create(account('third@example.com'));
+  });
+});
+
+describe('startup against a closed port', () => {
+  test('MongoDB: rejects after startupTimeoutMs, naming the backend and host', async () => {
+    const port = await freePort();
+    const started = Date.now();
+    await assert.rejects(
+      openStores({ mongodbUrl: `mongodb://app:s3cret@127.0.0.1:${port}/db`, startupTimeoutMs: 1500 }),
+      (error: Error) => {
+        assert.match(error.message, new RegExp(`MongoDB at 127\\.0\\.0\\.1:${port}`));
+        assert.doesNotMatch(error.message, /s3cret/);
+        return true;
+      },
+    );
+    assert.ok(Date.now() - started < 5000);
+  });
+
+  test('Redis: rejects after startupTimeoutMs, naming the backend and host', async () => {
+    const port = await freePort();
+    const started = Date.now();
+    await assert.rejects(
+      openStores({ redisUrl: `redis://:s3cret@127.0.0.1:${port}`, startupTimeoutMs: 1500 }),
+      (error: Error) => {
+        assert.match(error.message, new RegExp(`Redis at 127\\.0\\.0\\.1:${port}`));
+        assert.doesNotMatch(error.message, /s3cret/);
+        return true;
+      },
+    );
+    assert.ok(Date.now() - started < 5000);
+  });
+
+  test('the memory backends need no URL at all', async () => {
+    const stores = await openStores({});
+    assert.equal(await stores.users.count({}), 0);
+    await stores.close();
+  });
+});

@@ -1,0 +1,188 @@
+/**
+ * The RefreshTokenStore contract, run against the memory store always and against Redis
+ * when REDIS_URL is set.
+ */
+import assert from 'node:assert/strict';
+import { createHash, randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { MemoryRefreshTokenStore } from '../../src/stores/memory/index.ts';
+import { RedisRefreshTokenStore } from '../../src/stores/redis/refresh-tokens.ts';
+import type { AccountKind, RefreshTokenGrant, RefreshTokenStore } from '../../src/stores/types.ts';
+import { uniqueName } from '../support/backends.ts';
+
+interface Harness {
+  store: RefreshTokenStore;
+  close(): Promise<void>;
+}
+
+/** Stands in for the HMAC of a token: the store only ever sees digests. */
+function digest(): string {
+  return createHash('sha256').update(randomUUID()).digest('hex');
+}
+
+function grant(overrides: Partial<RefreshTokenGrant> = {}): RefreshTokenGrant {
+  return {
+    familyId: randomUUID(),
+    clientId: 'web',
+    accountKind: 'user',
+    subject: randomUUID(),
+    scope: 'profile email',
+    expiresAt: Date.now() + 60_000,
+    ...overrides,
+  };
+}
+
+/** Saves a new token and returns what a caller needs to consume it. */
+async function issue(
+  store: RefreshTokenStore,
+  g: RefreshTokenGrant,
+): Promise<{ familyId: string; digest: string }> {
+  const d = digest();
+  await store.save(d, g);
+  return { familyId: g.familyId, digest: d };
+}
+
+function refreshTokenContract(open: () => Promise<Harness>): void {
+  let store: RefreshTokenStore;
+  let h: Harness | undefined;
+  before(async () => {
+    h = await open();
+    store = h.store;
+  });
+  after(async () => {
+    await h?.close();
+  });
+
+  test('a saved token is consumed once, then reported as reused', async () => {
+    const g = grant();
+    const t = await issue(store, g);
+    assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'consumed', grant: g });
+    assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'reused', grant: g });
+    assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'reused', grant: g });
+  });
+
+  test('of 20 concurrent consumes of one token exactly one wins', async () => {
+    const g = grant();
+    const t = await issue(store, g);
+    const results = await Promise.all(Array.from({ length: 20 }, () => store.consume(t.familyId, t.digest)));
+    assert.equal(results.filter((r) => r.outcome === 'consumed').length, 1);
+    assert.equal(results.filter((r) => r.outcome === 'reused').length, 19);
+  });
+
+  test('an unknown digest, or a known one under another family, is unknown', async () => {
+    const t = await issue(store, grant());
+    assert.deepEqual(await store.consume(t.familyId, digest()), { outcome: 'unknown' });
+    assert.deepEqual(await store.consume(randomUUID(), t.digest), { outcome: 'unknown' });
+    // The mismatched attempt did not use the token up.
+    assert.equal((await store.consume(t.familyId, t.digest)).outcome, 'consumed');
+  });
+
+  test('revokeFamily stops every token of the family, used or not', async () => {
+    const family = randomUUID();
+    const used = await issue(store, grant({ familyId: family }));
+    const unused = await issue(store, grant({ familyId: family, expiresAt: Date.now() + 120_000 }));
+    const bystander = await issue(store, grant());
+    assert.equal((await store.consume(used.familyId, used.digest)).outcome, 'consumed');
+    await store.revokeFamily(family);
+    assert.deepEqual(await store.consume(used.familyId, used.digest), { outcome: 'revoked' });
+    assert.deepEqual(await store.consume(unused.familyId, unused.digest), { outcome: 'revoked' });
+    assert.equal((await store.consume(bystander.familyId, bystander.digest)).outcome, 'consumed');
+  });
+
+  test('revokeFamily of an unknown family is harmless', async () => {
+    await store.revokeFamily(randomUUID());
+  });
+
+  test('revokeSubject revokes every family of that account and no other', async () => {
+    const subject = randomUUID();
+    const first = await issue(store, grant({ subject }));
+    const second = await issue(store, grant({ subject, clientId: 'cli' }));
+    const sameIdOtherKind = await issue(store, grant({ subject, accountKind: 'admin' }));
+    const otherSubject = await issue(store, grant());
+    assert.equal((await store.consume(first.familyId, first.digest)).outcome, 'consumed');
+
+    await store.revokeSubject('user', subject);
+    assert.deepEqual(await store.consume(first.familyId, first.digest), { outcome: 'revoked' });
+    assert.deepEqual(await store.consume(second.familyId, second.digest), { outcome: 'revoked' });
+    assert.equal((await store.consume(sameIdOtherKind.familyId, sameIdOtherKind.digest)).outcome, 'consumed');
+    assert.equal((await store.consume(otherSubject.familyId, otherSubject.digest)).outcome, 'consumed');
+
+    // A login after the revocation starts a family that works.
+    const fresh = await issue(store, grant({ subject }));
+    assert.equal((await store.consume(fresh.familyId, fresh.digest)).outcome, 'consumed');
+    await store.revokeSubject('admin' satisfies AccountKind, randomUUID());
+  });
+
+  test('a token whose grant already expired is unknown', async () => {
+    const t = await issue(store, grant({ expiresAt: Date.now() - 1000 }));
+    assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'unknown' });
+  });
+
+  test('a token is unknown once its grant expires', async () => {
+    const short = await issue(store, grant({ expiresAt: Date.now() + 300 }));
+    const used = await issue(store, grant({ expiresAt: Date.now() + 300 }));
+    assert.equal((await store.consume(used.familyId, used.digest)).outcome, 'consumed');
+    await sleep(450);
+    assert.deepEqual(await store.consume(short.familyId, short.digest), { outcome: 'unknown' });
+    assert.deepEqual(await store.consume(used.familyId, used.digest), { outcome: 'unknown' });
+  });
+
+  test('a revoked family stays revoked while its longest-lived token lives', async () => {
+    const family = randomUUID();
+    const short = await issue(store, grant({ familyId: family, expiresAt: Date.now() + 300 }));
+    const long = await issue(store, grant({ familyId: family, expiresAt: Date.now() + 60_000 }));
+    await store.revokeFamily(family);
+    await sleep(450);
+    assert.deepEqual(await store.consume(short.familyId, short.digest), { outcome: 'unknown' });
+    assert.deepEqual(await store.consume(long.familyId, long.digest), { outcome: 'revoked' });
+  });
+}
+
+describe('RefreshTokenStore: memory', () => {
+  refreshTokenContract(async () => ({ store: new MemoryRefreshTokenStore(), close: async () => {} }));
+});
+
+const redisUrl = process.env.REDIS_URL;
+
+describe('RefreshTokenStore: Redis', {
+  skip: redisUrl ? false : 'REDIS_URL not set: real Redis contract not run',
+}, () => {
+  // A key prefix of its own per run, so concurrent runs never see each other's keys.
+  const prefix = `${uniqueName('rt_test')}:`;
+  let redis: Redis;
+
+  refreshTokenContract(async () => {
+    redis = new Redis(redisUrl ?? '');
+    return {
+      store: new RedisRefreshTokenStore(redis, { prefix }),
+      async close() {
+        const keys = await redis.keys(`${prefix}*`);
+        if (keys.length > 0) await redis.del(...keys);
+        await redis.quit();
+      },
+    };
+  });
+
+  test('every key is under the prefix, hash-tagged per family, and expires', async () => {
+    const store = new RedisRefreshTokenStore(redis, { prefix });
+    const g = grant({ accountKind: 'admin' });
+    const d = digest();
+    await store.save(d, g);
+    await store.consume(g.familyId, d);
+    await store.revokeFamily(g.familyId);
+    const keys = (await redis.keys(`${prefix}*${g.familyId}*`)).sort();
+    assert.deepEqual(keys, [
+      `${prefix}{${g.familyId}}:exp`,
+      `${prefix}{${g.familyId}}:revoked`,
+      `${prefix}{${g.familyId}}:t:${d}`,
+    ]);
+    const subjectKey = `${prefix}s:{admin:${g.subject}}`;
+    assert.deepEqual(await redis.smembers(subjectKey), [g.familyId]);
+    for (const key of [...keys, subjectKey]) {
+      const ttl = await redis.pttl(key);
+      assert.ok(ttl > 0 && ttl <= 60_000, `${key} expires (pttl ${ttl})`);
+    }
+  });
+});
