@@ -33,6 +33,8 @@ export interface Config {
   appUrl: string;
   production: boolean;
   mongodbUrl: string | undefined;
+  /** How long a start waits for MongoDB and Redis before giving up, ms. */
+  backendStartupTimeoutMs: number;
   redisUrl: string | undefined;
   smtpUrl: string | undefined;
   keysDir: string;
@@ -105,6 +107,7 @@ export function loadConfig(env: Env, packageInfo: { name: string; version: strin
     production: env.NODE_ENV === 'production',
     mongodbUrl: optionalUrl(env, 'MONGODB_URL', ['mongodb:', 'mongodb+srv:']),
     redisUrl: optionalUrl(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    backendStartupTimeoutMs: integer(env, 'BACKEND_STARTUP_TIMEOUT', 30, 1, 3600) * 1000,
     smtpUrl: optionalUrl(env, 'SMTP_URL', ['smtp:', 'smtps:']),
     keysDir: env.KEYS_DIR || 'keys',
     logDir: env.LOG_DIR || 'log',

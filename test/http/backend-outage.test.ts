@@ -1,0 +1,133 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import {
+  type Backend,
+  freePort,
+  onPath,
+  startFerretDb,
+  startRedis,
+  uniqueName,
+  withDatabase,
+} from '../support/backends.ts';
+import {
+  decodeJwtPart,
+  FRONTEND_CLIENT,
+  passwordGrant,
+  refreshGrant,
+  request,
+  SEEDED_USER,
+} from '../support/http.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+const missing = ['redis-server', 'ferretdb'].filter((binary) => !onPath(binary));
+const skip =
+  missing.length > 0 ? `${missing.join(' and ')} not on PATH: backend outage suite not run` : false;
+
+/** Polls until `attempt` resolves truthy, or fails after `ms`. */
+async function eventually(attempt: () => Promise<boolean>, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await attempt().catch(() => false)) return;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  assert.fail(`${what} did not happen within ${ms} ms`);
+}
+
+describe('backend outage and recovery, through HTTP', { skip }, () => {
+  let redis: Backend;
+  let mongo: Backend;
+  let server: TestServer;
+  let accessToken: string;
+  let userPath: string;
+
+  before(async () => {
+    [redis, mongo] = await Promise.all([startRedis(), startFerretDb()]);
+    server = await startTestServer({
+      env: { MONGODB_URL: withDatabase(mongo.url, uniqueName('outage')), REDIS_URL: redis.url },
+    });
+    accessToken = (await passwordGrant(server.url, FRONTEND_CLIENT, SEEDED_USER)).access_token;
+    userPath = `/users/${decodeJwtPart(accessToken, 1).sub}`;
+  });
+  after(async () => {
+    await server?.close();
+    await Promise.all([redis?.dispose(), mongo?.dispose()]);
+  });
+
+  test('Redis down: token requests get a quick 503 problem, reads and GET / keep working; then it recovers', async () => {
+    const { refresh_token } = await passwordGrant(server.url, FRONTEND_CLIENT, SEEDED_USER);
+    await redis.stop();
+    const started = Date.now();
+    const refresh = await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token);
+    assert.equal(refresh.status, 503);
+    assert.equal(refresh.headers.get('content-type'), 'application/problem+json');
+    assert.match(String(refresh.body.detail), /Redis/);
+    assert.ok(!JSON.stringify(refresh.body).includes('    at '), 'no driver stack');
+    assert.ok(Date.now() - started < 5000, 'no hang');
+    assert.equal((await request(server.url, 'GET', '/')).status, 200);
+    assert.equal((await request(server.url, 'GET', userPath, { token: accessToken })).status, 200);
+
+    await redis.restart();
+    await eventually(
+      async () => (await passwordGrant(server.url, FRONTEND_CLIENT, SEEDED_USER)).token_type === 'Bearer',
+      20_000,
+      'a login after Redis came back',
+    );
+  });
+
+  test('MongoDB down: account reads and logins get a quick 503, GET / keeps working; then it recovers', async () => {
+    await mongo.stop();
+    const started = Date.now();
+    const read = await request(server.url, 'GET', userPath, { token: accessToken });
+    assert.equal(read.status, 503);
+    assert.match(String(read.body.detail), /MongoDB/);
+    const login = await request(server.url, 'POST', '/security/generate-token', {
+      json: { grant_type: 'password', scope: 'api', ...FRONTEND_CLIENT, ...SEEDED_USER },
+    });
+    assert.equal(login.status, 503);
+    assert.ok(Date.now() - started < 10_000, 'no hang');
+    assert.equal((await request(server.url, 'GET', '/')).status, 200);
+
+    await mongo.restart();
+    await eventually(
+      async () => (await request(server.url, 'GET', userPath, { token: accessToken })).status === 200,
+      20_000,
+      'an account read after MongoDB came back',
+    );
+  });
+});
+
+describe('backends unreachable at start', () => {
+  test('the service retries for BACKEND_STARTUP_TIMEOUT, then exits 1 naming the backend', async () => {
+    const [mongoPort, redisPort, port] = await Promise.all([freePort(), freePort(), freePort()]);
+    const root = mkdtempSync(join(tmpdir(), 'unreachable-'));
+    const child = spawn(process.execPath, ['src/main.ts'], {
+      env: {
+        ...process.env,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        KEYS_DIR: join(root, 'keys'),
+        LOG_DIR: join(root, 'log'),
+        MONGODB_URL: `mongodb://user:s3cret@127.0.0.1:${mongoPort}/app`,
+        REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+        BACKEND_STARTUP_TIMEOUT: '2',
+        WORKERS: '1',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk) => {
+      output += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      output += chunk;
+    });
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    assert.equal(code, 1);
+    assert.match(output, /MongoDB at 127\.0\.0\.1:\d+ is unreachable/);
+    assert.ok(!output.includes('s3cret'), 'the password is never printed');
+  });
+});
