@@ -1,11 +1,10 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { resolveScope } from '../scope.ts';
-import { type Grant, issueTokens, parameterValidator } from './grant.ts';
+import { clientParameters, type Grant, issueTokens, parameterValidator } from './grant.ts';
 
 const parameters = Type.Object({
   grant_type: Type.Literal('client_credentials'),
-  client_id: Type.Optional(Type.String()),
-  client_secret: Type.Optional(Type.String()),
+  ...clientParameters,
   scope: Type.String(),
 });
 const validate = parameterValidator<Static<typeof parameters>>(parameters);

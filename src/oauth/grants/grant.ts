@@ -1,4 +1,4 @@
-import type { TSchema } from '@sinclair/typebox';
+import { type TSchema, Type } from '@sinclair/typebox';
 import type { PasswordHasher } from '../../accounts/password-hasher.ts';
 import type { GrantType } from '../../config.ts';
 import { InvalidRequest } from '../../errors.ts';
@@ -21,6 +21,12 @@ export interface GrantDependencies {
   accessTokens: AccessTokenService;
   refreshTokens: RefreshTokenService;
 }
+
+/** Parameters every grant accepts: client credentials in the body (or HTTP Basic instead). */
+export const clientParameters = {
+  client_id: Type.Optional(Type.String({ description: 'Or HTTP Basic' })),
+  client_secret: Type.Optional(Type.String({ description: 'Or HTTP Basic' })),
+};
 
 /** One grant: the parameters it accepts and the handler that tells its RFC's story. */
 export interface Grant {

@@ -1,12 +1,11 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { InvalidGrant } from '../../errors.ts';
 import { resolveScope } from '../scope.ts';
-import { type Grant, issueTokens, parameterValidator } from './grant.ts';
+import { clientParameters, type Grant, issueTokens, parameterValidator } from './grant.ts';
 
 const parameters = Type.Object({
   grant_type: Type.Literal('password'),
-  client_id: Type.Optional(Type.String()),
-  client_secret: Type.Optional(Type.String()),
+  ...clientParameters,
   scope: Type.String({ description: 'Space-delimited scopes; the only registered scope is `api`.' }),
   username: Type.String({ minLength: 1, maxLength: 320 }),
   password: Type.String({ minLength: 1, maxLength: 1024 }),

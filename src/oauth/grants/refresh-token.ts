@@ -1,12 +1,11 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { InvalidGrant, InvalidScope } from '../../errors.ts';
 import { isWithin, resolveScope } from '../scope.ts';
-import { type Grant, issueTokens, parameterValidator } from './grant.ts';
+import { clientParameters, type Grant, issueTokens, parameterValidator } from './grant.ts';
 
 const parameters = Type.Object({
   grant_type: Type.Literal('refresh_token'),
-  client_id: Type.Optional(Type.String()),
-  client_secret: Type.Optional(Type.String()),
+  ...clientParameters,
   scope: Type.String({ description: 'Must not exceed the scope originally granted.' }),
   refresh_token: Type.String({ minLength: 1, maxLength: 512 }),
 });
