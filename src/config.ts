@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { createClientWhitelist } from './error-report/whitelist.ts';
 
 /**
  * Configuration, read from the environment once at start and validated there. Nothing else in
@@ -124,7 +125,7 @@ export function loadConfig(env: Env, packageInfo: { name: string; version: strin
     },
     errorReport: {
       tokens: errorReportTokens(env.ERROR_REPORT_TOKENS),
-      ipWhitelist: list(env.ERROR_REPORT_IP_WHITELIST),
+      ipWhitelist: ipWhitelist(env.ERROR_REPORT_IP_WHITELIST),
       domainWhitelist: list(env.ERROR_REPORT_DOMAIN_WHITELIST).map((host) => host.toLowerCase()),
     },
     cors: { origins: corsOrigins.includes('*') ? '*' : corsOrigins, maxAge: file.cors?.maxAge ?? 600 },
@@ -264,6 +265,17 @@ function errorReportTokens(raw: string | undefined): ReadonlyMap<string, string>
     tokens.set(alias, token);
   });
   return tokens;
+}
+
+/** IP addresses and CIDR ranges, checked here so a typo stops the start naming the variable. */
+function ipWhitelist(raw: string | undefined): string[] {
+  const entries = list(raw);
+  try {
+    createClientWhitelist({ addresses: entries, domains: [] });
+  } catch (error) {
+    throw new ConfigError('ERROR_REPORT_IP_WHITELIST', `is invalid: ${(error as Error).message}`);
+  }
+  return entries;
 }
 
 const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };

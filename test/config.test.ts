@@ -30,6 +30,8 @@ describe('configuration', () => {
     ['APP_URL', 'ftp://x'],
     ['MONGODB_URL', 'http://x'],
     ['REDIS_URL', 'not a url'],
+    ['ERROR_REPORT_IP_WHITELIST', '10.0.0.0/33'],
+    ['ERROR_REPORT_TOKENS', 'web:short'],
   ] as const) {
     test(`${name}=${value} is refused with a message naming ${name}`, () => {
       assert.throws(

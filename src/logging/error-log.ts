@@ -1,10 +1,13 @@
 import { appendFileSync, mkdirSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import pino, { type Logger } from 'pino';
+import { REDACTED, scrubSecrets, scrubText } from './redact.ts';
 
 /**
- * Paths pino blanks in every line. The log is written with the error and a few request facts
- * only, never headers or bodies; these paths are the second line of defence.
+ * Paths pino blanks in every line. The service logs an error with a few request facts only,
+ * never headers or bodies; these paths and the scrub of `redact.ts` (which also reaches
+ * secrets nested deeper inside a thrown error) are the lines of defence behind that.
  */
 export const REDACTED_PATHS = [
   'password',
@@ -30,27 +33,68 @@ export function errorLogPath(logDir: string, now: Date): string {
 
 /**
  * The error log: one JSON line per unexpected error, in one file per UTC day that the service
- * never rotates or removes. Each line is a single append (O_APPEND), so several workers can
- * write the same day's file without interleaving lines.
+ * never rotates or removes. The logger is named after the service; each line carries the
+ * host and pid, so lines of several containers sharing the log volume can be told apart.
+ *
+ * Each line is one `write(2)` to a file opened with O_APPEND, which the kernel performs as a
+ * whole against other appenders on a local file system: several workers and containers can
+ * write the same day's file without interleaving lines. (Not so on NFS: keep `log/` local.)
  */
 export function createErrorLogger(options: { logDir: string; service: string; now?: () => Date }): Logger {
   const now = options.now ?? (() => new Date());
   mkdirSync(options.logDir, { recursive: true });
-  const destination = {
-    write(line: string) {
-      appendFileSync(errorLogPath(options.logDir, now()), line);
-    },
-  };
   return pino(
     {
       name: options.service,
       level: 'error',
-      base: { service: options.service, pid: process.pid },
+      base: { service: options.service, pid: process.pid, hostname: hostname() },
       timestamp: pino.stdTimeFunctions.isoTime,
-      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      formatters: {
+        level: (label) => ({ level: label }),
+        // Turns errors into plain data and blanks secrets at any depth, before pino serializes.
+        log: (object) => scrubSecrets(object) as Record<string, unknown>,
+      },
+      hooks: {
+        // The message is text outside the logged object: scrub it too. Without one, pino would
+        // take the error's raw message; take the scrubbed one instead.
+        logMethod(args, method) {
+          const [first, second, ...rest] = args as unknown[];
+          if (typeof first === 'string')
+            return method.apply(this, [scrubText(first), ...(args.slice(1) as [])]);
+          const message = typeof second === 'string' ? second : messageOf(first);
+          return method.apply(this, [first, scrubText(message), ...(rest as [])]);
+        },
+      },
+      // The error is already plain data (see `log` above); pino's serializer would re-wrap it.
+      serializers: { err: (error: unknown) => error },
+      redact: { paths: REDACTED_PATHS, censor: REDACTED },
     },
-    destination,
+    { write: (line: string) => appendLine(options.logDir, errorLogPath(options.logDir, now()), line) },
   );
+}
+
+/** The message pino would take: that of the error logged alone or under `err`. */
+function messageOf(object: unknown): string {
+  const error = object instanceof Error ? object : (object as { err?: unknown } | undefined)?.err;
+  return error instanceof Error ? error.message : 'Unexpected error';
+}
+
+/**
+ * Appends one line. A log that cannot be written must not take the worker down with it (the
+ * caller is already handling a failure): the line goes to standard error instead.
+ */
+function appendLine(logDir: string, path: string, line: string): void {
+  try {
+    appendFileSync(path, line, { mode: 0o640 });
+  } catch (error) {
+    try {
+      // The directory may have been removed while the service runs.
+      mkdirSync(logDir, { recursive: true });
+      appendFileSync(path, line, { mode: 0o640 });
+    } catch {
+      process.stderr.write(`Cannot write ${path} (${(error as Error).message}); the line was: ${line}`);
+    }
+  }
 }
 
 /** Start, stop and warning messages of the processes, as JSON lines on standard output. */

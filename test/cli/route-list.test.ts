@@ -1,0 +1,97 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { routeTableWithoutServices } from '../../src/cli/commands/route-list.ts';
+import { loadConfig } from '../../src/config.ts';
+import type { AnyRoute } from '../../src/http/route.ts';
+import { readPackageInfo } from '../../src/package-info.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { isOneLineFailure, runCli } from './run-cli.ts';
+
+describe('cli route:list', () => {
+  let cwd: string;
+  let server: TestServer;
+  before(async () => {
+    cwd = await mkdtemp(join(tmpdir(), 'cli-routes-'));
+    server = await startTestServer();
+  });
+  after(async () => {
+    await server.close();
+    await rm(cwd, { recursive: true, force: true });
+  });
+
+  test('--help', async () => {
+    const result = await runCli(['route:list', '--help'], { cwd });
+    assert.equal(result.code, 0);
+    assert.match(result.stdout, /Usage: token-service route:list \[options\]/);
+    assert.match(result.stdout, /--json/);
+  });
+
+  test('lists every route of the running service: method, path, name, permission, deprecation', async () => {
+    const result = await runCli(['route:list'], { cwd });
+    assert.equal(result.code, 0, result.stderr);
+    const [header, ...lines] = result.stdout.trimEnd().split('\n');
+    assert.match(header ?? '', /^METHOD\s+PATH\s+NAME\s+PERMISSION\s+DEPRECATION$/);
+    assert.equal(lines.length, server.app.routes.length);
+    for (const route of server.app.routes) {
+      const permission = route.permission === 'public' ? 'public' : route.permission.join(',');
+      const line = lines.find((candidate) => candidate.split(/\s+/)[2] === route.name);
+      assert.ok(line, route.name);
+      assert.deepEqual(line.split(/\s+/).slice(0, 4), [route.method, route.path, route.name, permission]);
+    }
+    assert.match(
+      lines.find((line) => line.split(/\s+/)[2] === 'home') ?? '',
+      /since 2025-01-01, sunset 2099-12-31$/,
+    );
+  });
+
+  test('--json gives the same rows as data', async () => {
+    const result = await runCli(['route:list', '--json'], { cwd });
+    assert.equal(result.code, 0, result.stderr);
+    const rows = JSON.parse(result.stdout) as {
+      method: string;
+      path: string;
+      name: string;
+      deprecation: string;
+    }[];
+    assert.deepEqual(
+      rows.map((row) => `${row.method} ${row.path} ${row.name}`),
+      server.app.routes.map((route) => `${route.method} ${route.path} ${route.name}`),
+    );
+    assert.equal(rows.find((row) => row.name === 'security::generate-token')?.deprecation, '-');
+  });
+
+  test('the table without services is the table the service runs: one source of truth', () => {
+    const offline = routeTableWithoutServices(loadConfig({}, readPackageInfo()));
+    const facts = (routes: readonly AnyRoute[]) =>
+      routes.map((route) => ({
+        method: route.method,
+        path: route.path,
+        name: route.name,
+        permission: route.permission,
+        summary: route.summary,
+        tags: route.tags,
+        body: route.body,
+        responses: Object.keys(route.responses),
+      }));
+    assert.deepEqual(facts(offline), facts(server.app.routes));
+  });
+
+  test('the stand-in services refuse to be called', async () => {
+    const [route] = routeTableWithoutServices(loadConfig({}, readPackageInfo())).filter(
+      (candidate) => candidate.name === 'security::generate-token',
+    );
+    await assert.rejects(
+      async () => route?.handler({ body: {}, req: { headers: {} } } as never),
+      /was called while only listing routes/,
+    );
+  });
+
+  test('an invalid configuration fails with one line naming the variable', async () => {
+    const result = await runCli(['route:list'], { cwd, env: { APP_URL: 'ftp://example.com' } });
+    assert.ok(isOneLineFailure(result), JSON.stringify(result));
+    assert.match(result.stderr, /APP_URL/);
+  });
+});

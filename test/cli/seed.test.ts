@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { createPasswordHasher } from '../../src/accounts/password-hasher.ts';
+import { SEED } from '../../src/seed.ts';
+import { openStores } from '../../src/stores/open.ts';
+import {
+  type Backend,
+  freePort,
+  onPath,
+  startFerretDb,
+  uniqueName,
+  withDatabase,
+} from '../support/backends.ts';
+import { isOneLineFailure, runCli } from './run-cli.ts';
+
+describe('cli seed', () => {
+  let cwd: string;
+  before(async () => {
+    cwd = await mkdtemp(join(tmpdir(), 'cli-seed-'));
+  });
+  after(() => rm(cwd, { recursive: true, force: true }));
+
+  test('--help', async () => {
+    const result = await runCli(['seed', '--help'], { cwd });
+    assert.equal(result.code, 0);
+    assert.match(result.stdout, /Usage: token-service seed \[options\]/);
+    assert.match(result.stdout, /--timeout <seconds>/);
+  });
+
+  test('without MONGODB_URL there is nothing to seed: one line, exit 1', async () => {
+    const result = await runCli(['seed'], { cwd });
+    assert.ok(isOneLineFailure(result), JSON.stringify(result));
+    assert.match(result.stderr, /MONGODB_URL is not set/);
+  });
+
+  test('an unreachable MongoDB fails with one line naming the host, without the password', async () => {
+    const port = await freePort();
+    const result = await runCli(['seed', '--timeout', '1'], {
+      cwd,
+      env: { MONGODB_URL: `mongodb://seed:s3cret-pw@127.0.0.1:${port}/seed` },
+    });
+    assert.ok(isOneLineFailure(result), JSON.stringify(result));
+    assert.match(result.stderr, new RegExp(`127\\.0\\.0\\.1:${port}`));
+    assert.doesNotMatch(result.stderr, /s3cret-pw/);
+  });
+
+  test('a bad --timeout fails with one line', async () => {
+    const result = await runCli(['seed', '--timeout', 'soon'], { cwd });
+    assert.ok(isOneLineFailure(result), JSON.stringify(result));
+  });
+
+  describe('against MongoDB', () => {
+    let mongo: Backend | undefined;
+    let url: string | undefined;
+    before(async () => {
+      if (process.env.MONGODB_URL) url = withDatabase(process.env.MONGODB_URL, uniqueName('seed'));
+      else if (onPath('ferretdb')) {
+        mongo = await startFerretDb();
+        url = mongo.url;
+      }
+    });
+    after(() => mongo?.dispose());
+
+    test('creates what is missing, then finds everything there, and exits', async (t) => {
+      if (!url) return t.skip('neither MONGODB_URL nor a ferretdb binary is available');
+      const first = await runCli(['seed'], { cwd, env: { MONGODB_URL: url, BCRYPT_COST: '4' } });
+      assert.equal(first.code, 0, first.stderr);
+      assert.match(
+        first.stdout,
+        /^Created scope api, client admin, client frontend, admin admin, user user@example\.com\n/,
+      );
+      assert.match(first.stdout, /publicly known/);
+
+      const second = await runCli(['seed'], { cwd, env: { MONGODB_URL: url, BCRYPT_COST: '4' } });
+      assert.equal(second.code, 0, second.stderr);
+      assert.equal(second.stdout, 'Every seed record is already there\n');
+
+      const stores = await openStores({ mongodbUrl: url });
+      const passwords = createPasswordHasher({ cost: 4, threads: 1 });
+      try {
+        const admin = await stores.admins.findByIdentity(SEED.admin.identity);
+        assert.ok(admin && (await passwords.verify(SEED.admin.password, admin.passwordHash)));
+        assert.ok(await stores.clients.findByName('frontend'));
+      } finally {
+        await Promise.allSettled([stores.close(), passwords.close()]);
+      }
+    });
+  });
+});
