@@ -1,13 +1,21 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { join } from 'node:path';
+import { createAccountFlows } from './accounts/account-flows.ts';
+import { createAccountManagement } from './accounts/management.ts';
 import { createPasswordHasher, type PasswordHasher } from './accounts/password-hasher.ts';
 import type { Config } from './config.ts';
+import { createErrorReportReceiver, type ErrorReportReceiver } from './error-report/error-report.ts';
 import { createAuthenticator } from './http/authenticate.ts';
 import { createRequestHandler } from './http/pipeline.ts';
 import type { AnyRoute } from './http/route.ts';
+import { accountRoutes } from './http/routes/account.ts';
+import { adminRoutes } from './http/routes/admins.ts';
+import { errorReportRoutes } from './http/routes/error-report.ts';
 import { homeRoutes } from './http/routes/home.ts';
 import { securityRoutes } from './http/routes/security.ts';
 import { userRoutes } from './http/routes/users.ts';
 import { createErrorLogger } from './logging/error-log.ts';
+import { createMailer } from './mail/mailer.ts';
 import { createAccessTokenService } from './oauth/access-token.ts';
 import { loadKeySet } from './oauth/keys.ts';
 import { createRefreshTokenService } from './oauth/refresh-token.ts';
@@ -31,12 +39,20 @@ export interface Application {
  */
 export async function createApplication(
   config: Config,
-  options: { log: (message: string) => void; hashThreads?: number },
+  options: {
+    log: (message: string) => void;
+    hashThreads?: number;
+    /** Tests only (e.g. a route that throws); never reachable from configuration. */
+    extraRoutes?: readonly AnyRoute[];
+  },
 ): Promise<Application> {
   const keys = loadKeySet(config.keysDir);
+  // Before the stores open: a malformed whitelist entry stops the start without leaving connections.
+  const errorReports = createErrorReportReceiver({ ...config.errorReport, logDir: config.logDir });
   const stores = await openStores({
     mongodbUrl: config.mongodbUrl,
     redisUrl: config.redisUrl,
+    startupTimeoutMs: config.backendStartupTimeoutMs,
     log: options.log,
   });
   const passwords = createPasswordHasher({ cost: config.bcryptCost, threads: options.hashThreads ?? 1 });
@@ -63,7 +79,18 @@ export async function createApplication(
     refreshTokens,
   });
 
-  const routes = buildRouteTable({ config, stores, tokenEndpoint });
+  const mailer = createMailer({
+    smtpUrl: config.smtpUrl,
+    from: config.mail.from,
+    mailDir: join(config.logDir, 'mail'),
+    onFailure: options.log,
+  });
+  const accounts = accountServices({ config, stores, passwords, mailer });
+
+  const routes = [
+    ...buildRouteTable({ config, stores, tokenEndpoint, errorReports, accounts }),
+    ...(options.extraRoutes ?? []),
+  ];
   const errorLog = createErrorLogger({ logDir: config.logDir, service: config.appName });
   const handler = createRequestHandler({
     routes,
@@ -82,7 +109,7 @@ export async function createApplication(
     passwords,
     routes,
     async close() {
-      await Promise.allSettled([stores.close(), passwords.close()]);
+      await Promise.allSettled([stores.close(), passwords.close(), mailer.close()]);
     },
   };
 }
@@ -91,12 +118,43 @@ export function buildRouteTable(services: {
   config: Pick<Config, 'appName' | 'appVersion'>;
   stores: Pick<Stores, 'users'>;
   tokenEndpoint: Parameters<typeof securityRoutes>[0];
+  errorReports: ErrorReportReceiver;
+  accounts: AccountServices;
 }): AnyRoute[] {
   return [
     ...homeRoutes({ name: services.config.appName, version: services.config.appVersion }),
     ...securityRoutes(services.tokenEndpoint),
-    ...userRoutes(services.stores.users),
+    ...errorReportRoutes(services.errorReports),
+    ...accountRoutes(services.accounts.flows),
+    ...userRoutes(services.accounts.users),
+    ...adminRoutes(services.accounts.admins),
   ];
+}
+
+export type AccountServices = ReturnType<typeof accountServices>;
+
+/** The account domain: self-service flows of users, and the management of users and admins. */
+function accountServices(deps: {
+  config: Pick<Config, 'appName' | 'appUrl' | 'mail'>;
+  stores: Stores;
+  passwords: PasswordHasher;
+  mailer: ReturnType<typeof createMailer>;
+}) {
+  const { config, stores, passwords, mailer } = deps;
+  const common = { refreshTokens: stores.refreshTokens, oneTimeTokens: stores.oneTimeTokens, passwords };
+  return {
+    flows: createAccountFlows({
+      ...common,
+      users: stores.users,
+      mailer,
+      appName: config.appName,
+      appUrl: config.appUrl,
+      activationTtl: config.mail.activationTtl,
+      resetTtl: config.mail.resetTtl,
+    }),
+    users: createAccountManagement({ ...common, kind: 'user', accounts: stores.users }),
+    admins: createAccountManagement({ ...common, kind: 'admin', accounts: stores.admins }),
+  };
 }
 
 /** The request facts an error line carries: never headers or the body. */

@@ -1,3 +1,5 @@
+import type { OneTimeTokenStore } from './one-time-tokens.ts';
+
 /**
  * The storage contract. Every backend (memory, MongoDB, Redis) implements these interfaces
  * and is chosen only by its URL; nothing above this file knows which one it talks to.
@@ -114,6 +116,8 @@ export interface Stores {
   clients: ClientStore;
   scopes: ScopeStore;
   refreshTokens: RefreshTokenStore;
+  /** Activation and password-reset links; they live beside the accounts. */
+  oneTimeTokens: OneTimeTokenStore;
   /** Closes connections; safe to call once at shutdown. */
   close(): Promise<void>;
 }

@@ -1,14 +1,19 @@
 import type { Stores } from '../types.ts';
 import { MemoryAccountStore } from './accounts.ts';
 import { MemoryClientStore, MemoryScopeStore } from './catalog.ts';
+import { MemoryOneTimeTokenStore } from './one-time-tokens.ts';
 import { MemoryRefreshTokenStore } from './refresh-tokens.ts';
 
-export function memoryCatalogStores(): Pick<Stores, 'admins' | 'users' | 'clients' | 'scopes'> {
+export function memoryCatalogStores(): Pick<
+  Stores,
+  'admins' | 'users' | 'clients' | 'scopes' | 'oneTimeTokens'
+> {
   return {
     admins: new MemoryAccountStore({ foldIdentityCase: false }),
     users: new MemoryAccountStore({ foldIdentityCase: true }),
     clients: new MemoryClientStore(),
     scopes: new MemoryScopeStore(),
+    oneTimeTokens: new MemoryOneTimeTokenStore(),
   };
 }
 

@@ -2,8 +2,13 @@ import type { Db } from 'mongodb';
 import type { Stores } from '../types.ts';
 import { type AccountDoc, isDuplicateKey, MongoAccountStore } from './accounts.ts';
 import { type ClientDoc, MongoClientStore, MongoScopeStore, type ScopeDoc } from './catalog.ts';
+import {
+  MongoOneTimeTokenStore,
+  ONE_TIME_TOKENS_COLLECTION,
+  type OneTimeTokenDoc,
+} from './one-time-tokens.ts';
 
-export type MongoCatalogStores = Pick<Stores, 'admins' | 'users' | 'clients' | 'scopes'>;
+export type MongoCatalogStores = Pick<Stores, 'admins' | 'users' | 'clients' | 'scopes' | 'oneTimeTokens'>;
 
 /**
  * The unique indexes every write path relies on. `createIndex` is idempotent, so every process
@@ -16,6 +21,7 @@ export async function ensureIndexes(db: Db): Promise<void> {
   await db.collection('admins').createIndex({ identityKey: 1 }, { unique: true, name: 'identityKey_unique' });
   await db.collection('users').createIndex({ identityKey: 1 }, { unique: true, name: 'identityKey_unique' });
   await db.collection('clients').createIndex({ name: 1 }, { unique: true, name: 'name_unique' });
+  await MongoOneTimeTokenStore.ensureIndexes(db.collection<OneTimeTokenDoc>(ONE_TIME_TOKENS_COLLECTION));
 }
 
 /** Store objects over an open database; call `ensureIndexes` first. */
@@ -26,6 +32,7 @@ export function mongoCatalogStores(db: Db): MongoCatalogStores {
     users: new MongoAccountStore(db.collection<AccountDoc>('users'), { foldIdentityCase: true }),
     clients: new MongoClientStore(db.collection<ClientDoc>('clients')),
     scopes: new MongoScopeStore(db.collection<ScopeDoc>('scopes')),
+    oneTimeTokens: new MongoOneTimeTokenStore(db.collection<OneTimeTokenDoc>(ONE_TIME_TOKENS_COLLECTION)),
   };
 }
 

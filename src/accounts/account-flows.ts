@@ -1,0 +1,196 @@
+import { randomUUID } from 'node:crypto';
+import { NotFound } from '../errors.ts';
+import type { Mailer, MailMessage } from '../mail/mailer.ts';
+import { activationMessage, identityReminderMessage, passwordResetMessage } from '../mail/messages.ts';
+import type { OneTimeTokenPurpose, OneTimeTokenStore } from '../stores/one-time-tokens.ts';
+import type { Account, AccountStore, RefreshTokenStore } from '../stores/types.ts';
+import { cleanName } from './management.ts';
+import { digestLinkHash, isLinkHashShaped, newLinkHash } from './one-time-links.ts';
+import type { PasswordHasher } from './password-hasher.ts';
+import { assertNewPasswordAcceptable } from './password-policy.ts';
+
+export interface AccountFlowsOptions {
+  users: AccountStore;
+  refreshTokens: Pick<RefreshTokenStore, 'revokeSubject'>;
+  oneTimeTokens: OneTimeTokenStore;
+  passwords: Pick<PasswordHasher, 'hash'>;
+  mailer: Mailer;
+  appName: string;
+  /** `{base_url}`: mail links are `{appUrl}/account/activate/{hash}` and `{appUrl}/account/reset-password/{hash}`. */
+  appUrl: string;
+  /** Seconds an activation link stays valid. */
+  activationTtl: number;
+  /** Seconds a password reset link stays valid. */
+  resetTtl: number;
+  now?: () => Date;
+}
+
+export type AccountFlows = ReturnType<typeof createAccountFlows>;
+
+const LINK_PATHS: Record<OneTimeTokenPurpose, string> = {
+  activation: '/account/activate/',
+  reset: '/account/reset-password/',
+};
+
+/**
+ * The self-service flows of user accounts: registration and activation, the identity
+ * reminder, and the password reset. Mail goes out inside the request; when it cannot be sent
+ * (503) everything the request prepared is undone first, so the same request can be retried:
+ * a registration leaves no account, a reset request no usable link.
+ */
+export function createAccountFlows(options: AccountFlowsOptions) {
+  const { users, refreshTokens, oneTimeTokens, passwords, mailer } = options;
+  const now = options.now ?? (() => new Date());
+  const ttl: Record<OneTimeTokenPurpose, number> = {
+    activation: options.activationTtl,
+    reset: options.resetTtl,
+  };
+
+  /**
+   * Stores a new single-use link for the account and mails it. If the mail fails, the link
+   * is deleted again before the failure propagates.
+   */
+  async function mailLink(
+    purpose: OneTimeTokenPurpose,
+    account: Account,
+    compose: (link: string, hash: string) => MailMessage,
+  ): Promise<void> {
+    const { hash, digest } = newLinkHash();
+    const expiresAt = new Date(now().getTime() + ttl[purpose] * 1000);
+    await oneTimeTokens.save({ purpose, digest, accountId: account.id, expiresAt });
+    try {
+      await mailer.send(compose(`${options.appUrl}${LINK_PATHS[purpose]}${hash}`, hash));
+    } catch (error) {
+      await oneTimeTokens.consume(purpose, digest).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  const sendActivation = (account: Account) =>
+    mailLink('activation', account, (link, hash) =>
+      activationMessage({
+        appName: options.appName,
+        to: account,
+        link,
+        hash,
+        validForSeconds: ttl.activation,
+      }),
+    );
+
+  /** The unexpired token behind a link hash, or a 404 naming what is wrong with the link. */
+  async function linkToken(purpose: OneTimeTokenPurpose, hash: string, use: 'find' | 'consume') {
+    const invalid = new NotFound(
+      purpose === 'activation'
+        ? 'This activation link is invalid, has expired or was already used'
+        : 'This password reset link is invalid, has expired or was already used',
+    );
+    if (!isLinkHashShaped(hash)) throw invalid;
+    const digest = digestLinkHash(hash);
+    const token = await (use === 'find'
+      ? oneTimeTokens.find(purpose, digest)
+      : oneTimeTokens.consume(purpose, digest));
+    if (!token) throw invalid;
+    return { token, invalid };
+  }
+
+  return {
+    /**
+     * Creates a pending user and mails the activation link. Throws DuplicateIdentity (409)
+     * when the address is taken; when the mail fails the account is removed again (503).
+     */
+    async register(input: {
+      identity: string;
+      password: string;
+      passwordConfirm: string;
+      firstName?: string | null;
+      lastName?: string | null;
+    }): Promise<Account> {
+      assertNewPasswordAcceptable({ ...input, confirmRequired: true });
+      const time = now();
+      const account: Account = {
+        id: randomUUID(),
+        identity: input.identity,
+        passwordHash: await passwords.hash(input.password),
+        firstName: cleanName(input.firstName) ?? null,
+        lastName: cleanName(input.lastName) ?? null,
+        status: 'pending',
+        roles: [],
+        createdAt: time,
+        updatedAt: time,
+      };
+      await users.create(account);
+      try {
+        await sendActivation(account);
+      } catch (error) {
+        await users.delete(account.id).catch(() => undefined);
+        throw error;
+      }
+      return account;
+    },
+
+    /** Mails a new activation link if the address belongs to a pending account; otherwise nothing. */
+    async resendActivation(email: string): Promise<void> {
+      const account = await users.findByIdentity(email);
+      if (account?.status === 'pending') await sendActivation(account);
+    },
+
+    /** Uses up the activation link and activates its account. 404 when the link is no good. */
+    async activate(hash: string): Promise<Account> {
+      const { token, invalid } = await linkToken('activation', hash, 'consume');
+      const account = await users.findById(token.accountId);
+      if (account?.status !== 'pending') throw invalid;
+      const activated = await users.update(account.id, { status: 'active', updatedAt: now() });
+      if (!activated) throw invalid;
+      await oneTimeTokens.deleteForAccount(account.id, 'activation');
+      return activated;
+    },
+
+    /** Mails the account's identity to the address, if an account has it; otherwise nothing. */
+    async recoverIdentity(email: string): Promise<void> {
+      const account = await users.findByIdentity(email);
+      if (!account || account.status === 'deleted') return;
+      await mailer.send(identityReminderMessage({ appName: options.appName, to: account }));
+    },
+
+    /** Mails a reset link if the address belongs to an active account; otherwise nothing. */
+    async requestPasswordReset(email: string): Promise<void> {
+      const account = await users.findByIdentity(email);
+      if (account?.status !== 'active') return;
+      await mailLink('reset', account, (link, hash) =>
+        passwordResetMessage({
+          appName: options.appName,
+          to: account,
+          link,
+          hash,
+          validForSeconds: ttl.reset,
+        }),
+      );
+    },
+
+    /** When the reset link expires; 404 when it is not (or no longer) usable. */
+    async checkResetLink(hash: string): Promise<{ expiresAt: Date }> {
+      const { token, invalid } = await linkToken('reset', hash, 'find');
+      const account = await users.findById(token.accountId);
+      if (account?.status !== 'active') throw invalid;
+      return { expiresAt: token.expiresAt };
+    },
+
+    /**
+     * Sets the new password through a reset link, once: the link is consumed atomically only
+     * after the new password passed every check, so a rejected password does not burn it.
+     * Every refresh token of the account is revoked, and its other reset links forgotten.
+     */
+    async resetPassword(hash: string, input: { password: string; passwordConfirm: string }): Promise<void> {
+      const { token, invalid } = await linkToken('reset', hash, 'find');
+      const account = await users.findById(token.accountId);
+      if (account?.status !== 'active') throw invalid;
+      assertNewPasswordAcceptable({ ...input, identity: account.identity, confirmRequired: true });
+      const passwordHash = await passwords.hash(input.password);
+      await linkToken('reset', hash, 'consume');
+      await refreshTokens.revokeSubject('user', account.id);
+      await users.update(account.id, { passwordHash, updatedAt: now() });
+      await refreshTokens.revokeSubject('user', account.id);
+      await oneTimeTokens.deleteForAccount(account.id, 'reset');
+    },
+  };
+}

@@ -1,0 +1,25 @@
+import { ValidationFailed } from '../errors.ts';
+
+/**
+ * The password rules that span fields, which a per-field schema cannot express: the
+ * confirmation must equal the password, and the password must not be the identity. Lengths
+ * are checked by the schemas before this runs. Throws ValidationFailed with per-field errors.
+ */
+export function assertNewPasswordAcceptable(input: {
+  password: string;
+  passwordConfirm?: string | undefined;
+  identity: string;
+  /** Self-service forms require the confirmation; admin tools may leave it out. */
+  confirmRequired: boolean;
+}): void {
+  const errors: Record<string, string[]> = {};
+  if (input.passwordConfirm === undefined) {
+    if (input.confirmRequired) errors.passwordConfirm = ['Must repeat the password'];
+  } else if (input.passwordConfirm !== input.password) {
+    errors.passwordConfirm = ['Does not match the password'];
+  }
+  if (input.password.trim().toLowerCase() === input.identity.trim().toLowerCase()) {
+    errors.password = ['Must not be the same as the identity'];
+  }
+  if (Object.keys(errors).length > 0) throw new ValidationFailed(errors);
+}

@@ -1,0 +1,158 @@
+import { type Static, type TObject, type TProperties, Type } from '@sinclair/typebox';
+
+/**
+ * The request bodies of the account routes, as TypeBox schemas. The route table carries these
+ * same objects: the pipeline validates with them and the OpenAPI description shows them.
+ * Rules that span fields (the confirmation equals the password, the password differs from the
+ * identity) are in password-policy.ts. Bodies refuse unknown members, so a misspelt or
+ * forbidden field (a user sending `status`) is a 400 rather than silently ignored.
+ */
+
+export const PASSWORD_MIN_LENGTH = 8;
+export const PASSWORD_MAX_LENGTH = 1024;
+export const IDENTITY_MAX_LENGTH = 320;
+export const NAME_MAX_LENGTH = 100;
+
+/** A user's identity is their e-mail address. */
+export const EmailIdentity = Type.String({
+  format: 'email',
+  maxLength: IDENTITY_MAX_LENGTH,
+  description: 'E-mail address',
+  errorMessage: `Must be an e-mail address of at most ${IDENTITY_MAX_LENGTH} characters`,
+});
+
+/** An administrator's identity is a name: letters, digits and `. _ @ + -`. */
+export const AdminIdentity = Type.String({
+  minLength: 1,
+  maxLength: IDENTITY_MAX_LENGTH,
+  pattern: '^[A-Za-z0-9][A-Za-z0-9._@+-]*$',
+  description: 'Administrator name',
+  errorMessage: `Must be 1 to ${IDENTITY_MAX_LENGTH} letters, digits or . _ @ + - characters, starting with a letter or digit`,
+});
+
+export const NewPassword = Type.String({
+  minLength: PASSWORD_MIN_LENGTH,
+  maxLength: PASSWORD_MAX_LENGTH,
+  errorMessage: `Must be ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters long`,
+});
+
+export const PasswordConfirm = Type.String({
+  maxLength: PASSWORD_MAX_LENGTH,
+  description: 'The new password again',
+  errorMessage: 'Must repeat the password',
+});
+
+export const CurrentPassword = Type.String({
+  minLength: 1,
+  maxLength: PASSWORD_MAX_LENGTH,
+  errorMessage: 'Must be the current password',
+});
+
+/** First or last name: optional, at most 100 characters without control characters; null clears it. */
+export const PersonName = Type.Union(
+  [Type.String({ maxLength: NAME_MAX_LENGTH, pattern: '^[^\\u0000-\\u001f\\u007f]*$' }), Type.Null()],
+  { errorMessage: `Must be text of at most ${NAME_MAX_LENGTH} characters without line breaks, or null` },
+);
+
+export const ManagedStatus = Type.Union(
+  [Type.Literal('pending'), Type.Literal('active'), Type.Literal('inactive')],
+  {
+    errorMessage: 'Must be one of pending, active, inactive',
+  },
+);
+
+export const AdminRoles = Type.Array(
+  Type.Union([Type.Literal('admin'), Type.Literal('superuser')], {
+    errorMessage: 'Must be admin or superuser',
+  }),
+  {
+    minItems: 1,
+    uniqueItems: true,
+    errorMessage: 'Must be a non-empty list of distinct roles: admin, superuser',
+  },
+);
+
+function body<T extends TProperties>(properties: T, description: string): TObject<T> {
+  return Type.Object(properties, { additionalProperties: false, description });
+}
+
+const names = { firstName: Type.Optional(PersonName), lastName: Type.Optional(PersonName) };
+const passwordChange = {
+  currentPassword: Type.Optional(CurrentPassword),
+  password: Type.Optional(NewPassword),
+  passwordConfirm: Type.Optional(PasswordConfirm),
+};
+
+export const RegisterBody = body(
+  { identity: EmailIdentity, password: NewPassword, passwordConfirm: PasswordConfirm, ...names },
+  'A new user account; its identity is the e-mail address the activation link is sent to',
+);
+
+export const EmailBody = body({ email: EmailIdentity }, 'The e-mail address of a user account');
+
+export const PasswordResetBody = body(
+  { password: NewPassword, passwordConfirm: PasswordConfirm },
+  'The new password, twice',
+);
+
+export const OwnProfileBody = body(
+  { ...names, ...passwordChange },
+  'Names to change; to change the password also currentPassword, password and passwordConfirm',
+);
+
+export const CreateUserBody = body(
+  {
+    identity: EmailIdentity,
+    password: NewPassword,
+    passwordConfirm: Type.Optional(PasswordConfirm),
+    ...names,
+    status: Type.Optional(ManagedStatus),
+  },
+  'A new user account (status defaults to active)',
+);
+
+export const UpdateUserBody = body(
+  {
+    identity: Type.Optional(EmailIdentity),
+    ...names,
+    status: Type.Optional(ManagedStatus),
+    password: Type.Optional(NewPassword),
+    passwordConfirm: Type.Optional(PasswordConfirm),
+  },
+  'The fields to change',
+);
+
+export const AdminStatus = Type.Union([Type.Literal('active'), Type.Literal('inactive')], {
+  errorMessage: 'Must be active or inactive',
+});
+
+export const CreateAdminBody = body(
+  {
+    identity: AdminIdentity,
+    password: NewPassword,
+    passwordConfirm: Type.Optional(PasswordConfirm),
+    ...names,
+    roles: Type.Optional(AdminRoles),
+    status: Type.Optional(AdminStatus),
+  },
+  'A new administrator (roles default to [admin], status to active)',
+);
+
+export const UpdateAdminBody = body(
+  {
+    identity: Type.Optional(AdminIdentity),
+    ...names,
+    roles: Type.Optional(AdminRoles),
+    status: Type.Optional(AdminStatus),
+    password: Type.Optional(NewPassword),
+    passwordConfirm: Type.Optional(PasswordConfirm),
+  },
+  'The fields to change; roles only by a superuser',
+);
+
+export type RegisterInput = Static<typeof RegisterBody>;
+export type OwnProfileInput = Static<typeof OwnProfileBody>;
+export type CreateUserInput = Static<typeof CreateUserBody>;
+export type UpdateUserInput = Static<typeof UpdateUserBody>;
+export type CreateAdminInput = Static<typeof CreateAdminBody>;
+export type UpdateAdminInput = Static<typeof UpdateAdminBody>;

@@ -1,0 +1,160 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { Option } from 'commander';
+import { createAccountManagement } from '../../accounts/management.ts';
+import { createPasswordHasher } from '../../accounts/password-hasher.ts';
+import { assertNewPasswordAcceptable } from '../../accounts/password-policy.ts';
+import { AdminIdentity, NewPassword, PersonName } from '../../accounts/schemas.ts';
+import { ValidationFailed } from '../../errors.ts';
+import { compileValidator, type FieldErrors } from '../../http/validate.ts';
+import { openStores } from '../../stores/open.ts';
+import type { AdminRole } from '../../stores/types.ts';
+import type { RegisterCommand } from './index.ts';
+
+// The same schemas as POST /admins, so the command and the API accept the same values.
+const Options = Type.Object({
+  identity: AdminIdentity,
+  firstName: Type.Optional(PersonName),
+  lastName: Type.Optional(PersonName),
+});
+const Password = Type.Object({ password: NewPassword });
+const failWith = (errors: FieldErrors) => new ValidationFailed(errors);
+const validateOptions = compileValidator<Static<typeof Options>>(Options, failWith);
+const validatePassword = compileValidator<Static<typeof Password>>(Password, failWith);
+
+interface AdminCreateOptions {
+  identity: string;
+  firstName?: string;
+  lastName?: string;
+  role: AdminRole;
+}
+
+/**
+ * `admin:create`: a replacement administrator (SPEC, Accounts). The password never comes from
+ * an argument (it would sit in the shell history and the process list): it is asked on the
+ * terminal without echo, or read from standard input when that is not a terminal
+ * (`printf '%s' "$PASSWORD" | npm run cli -- admin:create --identity ops`). Prints the new id.
+ */
+export const registerAdminCreate: RegisterCommand = (program, loadConfig) => {
+  program
+    .command('admin:create')
+    .description(
+      'Create an administrator account in MongoDB; the password is asked on the terminal (no echo) ' +
+        'or read from standard input, never from an argument. Prints the new id.',
+    )
+    .requiredOption('--identity <name>', 'sign-in name: letters, digits and . _ @ + -')
+    .option('--first-name <name>', 'first name')
+    .option('--last-name <name>', 'last name')
+    .addOption(
+      new Option('--role <role>', 'admin, or superuser (may also create and delete admins)')
+        .choices(['admin', 'superuser'])
+        .default('admin'),
+    )
+    .action(async (options: AdminCreateOptions) => {
+      const fields = checked(() =>
+        validateOptions.check({
+          identity: options.identity,
+          ...(options.firstName === undefined ? {} : { firstName: options.firstName }),
+          ...(options.lastName === undefined ? {} : { lastName: options.lastName }),
+        }),
+      );
+      const password = await readPassword();
+      checked(() => {
+        validatePassword.check({ password });
+        assertNewPasswordAcceptable({ password, identity: fields.identity, confirmRequired: false });
+      });
+
+      const config = loadConfig();
+      if (!config.mongodbUrl) {
+        throw new Error(
+          'MONGODB_URL is not set: without it accounts live in the memory of the running service, ' +
+            'which this command cannot reach (use POST /admins there)',
+        );
+      }
+      const stores = await openStores({
+        mongodbUrl: config.mongodbUrl,
+        startupTimeoutMs: config.backendStartupTimeoutMs,
+      });
+      const passwords = createPasswordHasher({ cost: config.bcryptCost, threads: 1 });
+      try {
+        const admins = createAccountManagement({
+          kind: 'admin',
+          accounts: stores.admins,
+          refreshTokens: stores.refreshTokens,
+          oneTimeTokens: stores.oneTimeTokens,
+          passwords,
+        });
+        const account = await admins.create({
+          ...fields,
+          password,
+          status: 'active',
+          roles: [options.role],
+        });
+        console.log(account.id);
+      } finally {
+        // Both hold the process open (sockets, worker threads): close them so it exits.
+        await Promise.allSettled([stores.close(), passwords.close()]);
+      }
+    });
+};
+
+/** Runs a validation and turns its per-field errors into one line: `identity: Must be ...`. */
+function checked<T>(validate: () => T): T {
+  try {
+    return validate();
+  } catch (error) {
+    if (!(error instanceof ValidationFailed)) throw error;
+    const errors = error.extensions.errors as FieldErrors;
+    const option = (field: string) =>
+      field === 'password' ? field : `--${field.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+    throw new Error(
+      Object.entries(errors)
+        .map(([field, messages]) => `${option(field)}: ${messages.join('; ')}`)
+        .join('; '),
+    );
+  }
+}
+
+async function readPassword(): Promise<string> {
+  if (process.stdin.isTTY) {
+    const first = await promptHidden('Password: ');
+    const second = await promptHidden('Repeat the password: ');
+    if (first !== second) throw new Error('password: the two entries differ');
+    return first;
+  }
+  let input = '';
+  for await (const chunk of process.stdin) {
+    input += String(chunk);
+    if (input.length > 64 * 1024) throw new Error('password: standard input is too long');
+  }
+  // The first line: `echo secret |` and `printf secret |` both work.
+  return input.split(/\r?\n/, 1)[0] ?? '';
+}
+
+/** Reads one line from the terminal in raw mode, echoing nothing; prompts go to stderr. */
+function promptHidden(question: string): Promise<string> {
+  const stdin = process.stdin;
+  process.stderr.write(question);
+  stdin.setRawMode(true);
+  stdin.setEncoding('utf8');
+  stdin.resume();
+  return new Promise((resolve, reject) => {
+    let value = '';
+    const finish = (error?: Error) => {
+      stdin.off('data', onData);
+      stdin.setRawMode(false);
+      stdin.pause();
+      process.stderr.write('\n');
+      if (error) reject(error);
+      else resolve(value);
+    };
+    const onData = (chunk: string) => {
+      for (const char of chunk) {
+        if (char === '\r' || char === '\n' || char === '\u0004') return finish();
+        if (char === '\u0003') return finish(new Error('cancelled'));
+        if (char === '\u007f' || char === '\b') value = value.slice(0, -1);
+        else value += char;
+      }
+    };
+    stdin.on('data', onData);
+  });
+}

@@ -1,0 +1,157 @@
+import { type AccountManagement, isAccountId } from '../../accounts/management.ts';
+import { CreateAdminBody, OwnProfileBody, UpdateAdminBody } from '../../accounts/schemas.ts';
+import { Forbidden, NotFound } from '../../errors.ts';
+import type { Account } from '../../stores/types.ts';
+import { rolesOf } from '../authorize.ts';
+import { HAL_JSON } from '../hal.ts';
+import { type AnyRoute, defineRoute, type Identity } from '../route.ts';
+import { AccountSchema, problems } from '../schemas.ts';
+import { accountCollectionSchema, accountPage, accountReply, callerAccount, createdReply } from './users.ts';
+
+const isSuperuser = (identity: Identity) => rolesOf(identity).includes('superuser');
+
+/**
+ * Administrator accounts. Any admin may read them and change plain admins; only a superuser
+ * creates or deletes admins, changes roles or touches a superuser's account, and the last
+ * active superuser can be neither deleted nor demoted (409). `/admins/my-account` comes
+ * before `/admins/:id` for the same reason as with users.
+ */
+export function adminRoutes(admins: AccountManagement): AnyRoute[] {
+  const base = '/admins';
+
+  async function existingAdmin(id: string | undefined, options: { deleted: boolean }): Promise<Account> {
+    const account = isAccountId(id ?? '') ? await admins.find(id ?? '') : null;
+    if (!account || (!options.deleted && account.status === 'deleted')) throw new NotFound('No such admin');
+    return account;
+  }
+
+  return [
+    defineRoute({
+      method: 'GET',
+      path: '/admins/my-account',
+      name: 'admin::view-own',
+      summary: "The signed-in administrator's own account",
+      tags: ['admins'],
+      permission: ['admin'],
+      responses: {
+        200: { description: 'The account', schema: AccountSchema, contentType: HAL_JSON },
+        ...problems(401, 403, 503),
+      },
+      handler: ({ identity }) => accountReply(callerAccount(identity), base),
+    }),
+    defineRoute({
+      method: 'PATCH',
+      path: '/admins/my-account',
+      name: 'admin::update-own',
+      summary: 'Change own names and/or password (with currentPassword; ends the other sessions)',
+      tags: ['admins'],
+      permission: ['admin'],
+      body: OwnProfileBody,
+      responses: {
+        200: { description: 'The updated account', schema: AccountSchema, contentType: HAL_JSON },
+        ...problems(400, 401, 403, 413, 415, 503),
+      },
+      async handler({ identity, body }) {
+        const updated = await admins.updateOwn(callerAccount(identity), body);
+        if (!updated) throw new NotFound('No such admin');
+        return accountReply(updated, base);
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/admins',
+      name: 'admin::list',
+      summary: 'List administrator accounts, paginated (?page, ?limit, ?status, ?sort)',
+      tags: ['admins'],
+      permission: ['admin'],
+      responses: {
+        200: {
+          description: 'One page',
+          schema: accountCollectionSchema('admins', 'AdminCollection'),
+          contentType: HAL_JSON,
+        },
+        ...problems(400, 401, 403, 503),
+      },
+      handler: ({ query }) => accountPage(admins, query, base, 'admins'),
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/admins',
+      name: 'admin::create',
+      summary: 'Create an administrator (superuser only; roles default to [admin])',
+      tags: ['admins'],
+      permission: ['superuser'],
+      body: CreateAdminBody,
+      responses: {
+        201: { description: 'The account; Location names it', schema: AccountSchema, contentType: HAL_JSON },
+        ...problems(400, 401, 403, 409, 413, 415, 503),
+      },
+      async handler({ body }) {
+        const account = await admins.create({
+          ...body,
+          status: body.status ?? 'active',
+          roles: body.roles ?? ['admin'],
+        });
+        return createdReply(account, base);
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/admins/:id',
+      name: 'admin::view',
+      summary: 'Read an administrator account (deleted ones as their anonymised record)',
+      tags: ['admins'],
+      permission: ['admin'],
+      responses: {
+        200: { description: 'The account', schema: AccountSchema, contentType: HAL_JSON },
+        ...problems(401, 403, 404, 503),
+      },
+      async handler({ params }) {
+        return accountReply(await existingAdmin(params.id, { deleted: true }), base);
+      },
+    }),
+    defineRoute({
+      method: 'PATCH',
+      path: '/admins/:id',
+      name: 'admin::update',
+      summary:
+        "Change an administrator: names, identity, status, password; roles and superusers' accounts only by a superuser",
+      tags: ['admins'],
+      permission: ['admin'],
+      body: UpdateAdminBody,
+      responses: {
+        200: { description: 'The updated account', schema: AccountSchema, contentType: HAL_JSON },
+        ...problems(400, 401, 403, 404, 409, 413, 415, 503),
+      },
+      async handler({ params, body, identity }) {
+        const target = await existingAdmin(params.id, { deleted: false });
+        if (!isSuperuser(identity)) {
+          if (target.roles.includes('superuser'))
+            throw new Forbidden("Only a superuser may change a superuser's account");
+          if (body.roles !== undefined) throw new Forbidden('Only a superuser may change roles');
+        }
+        // Without the current password a stolen access token must not be enough to take the account.
+        if (body.password !== undefined && target.id === callerAccount(identity).id)
+          throw new Forbidden(
+            'Change your own password with PATCH /admins/my-account, which asks for the current one',
+          );
+        const updated = await admins.update(target, body);
+        if (!updated) throw new NotFound('No such admin');
+        return accountReply(updated, base);
+      },
+    }),
+    defineRoute({
+      method: 'DELETE',
+      path: '/admins/:id',
+      name: 'admin::delete',
+      summary: 'Delete an administrator (superuser only; anonymised; not the last active superuser)',
+      tags: ['admins'],
+      permission: ['superuser'],
+      responses: { 204: { description: 'Deleted' }, ...problems(401, 403, 404, 409, 503) },
+      async handler({ params }) {
+        await admins.remove(await existingAdmin(params.id, { deleted: false }));
+        return { status: 204 };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,143 @@
+import type { MailMessage } from './mailer.ts';
+
+/**
+ * The messages the account flows send. Each has a plain-text and an HTML part with the same
+ * content. Links point at the API routes (DESIGN: `{APP_URL}/account/...`); the hash is also
+ * printed on a line of its own, short enough that no mail encoding ever wraps it.
+ */
+
+/**
+ * Lines end in CRLF, as in the message itself: the quoted-printable encoder then wraps each
+ * line on its own, and a line under 76 characters (the code lines) is never broken.
+ */
+const CRLF = '\r\n';
+
+interface Recipient {
+  identity: string;
+  firstName: string | null;
+  lastName: string | null;
+}
+
+export function activationMessage(options: {
+  appName: string;
+  to: Recipient;
+  link: string;
+  hash: string;
+  validForSeconds: number;
+}): MailMessage {
+  const { appName, to, link, hash, validForSeconds } = options;
+  const validity = `The link can be used once and expires in ${duration(validForSeconds)}.`;
+  return {
+    to: to.identity,
+    subject: `Activate your ${appName} account`,
+    text: [
+      `${greeting(to)},`,
+      '',
+      `please confirm your e-mail address to activate your ${appName} account:`,
+      '',
+      link,
+      '',
+      validity,
+      '',
+      `Activation code: ${hash}`,
+      '',
+      'If you did not register, ignore this message and the account stays inactive.',
+    ].join(CRLF),
+    html: html([
+      `<p>${escapeHtml(greeting(to))},</p>`,
+      `<p>please confirm your e-mail address to activate your ${escapeHtml(appName)} account:</p>`,
+      `<p><a href="${escapeHtml(link)}">${escapeHtml(link)}</a></p>`,
+      `<p>${escapeHtml(validity)}</p>`,
+      `<p>Activation code: <code>${escapeHtml(hash)}</code></p>`,
+      '<p>If you did not register, ignore this message and the account stays inactive.</p>',
+    ]),
+  };
+}
+
+export function passwordResetMessage(options: {
+  appName: string;
+  to: Recipient;
+  link: string;
+  hash: string;
+  validForSeconds: number;
+}): MailMessage {
+  const { appName, to, link, hash, validForSeconds } = options;
+  const validity = `The link can be used once and expires in ${duration(validForSeconds)}.`;
+  return {
+    to: to.identity,
+    subject: `Reset your ${appName} password`,
+    text: [
+      `${greeting(to)},`,
+      '',
+      `someone asked to reset the password of your ${appName} account. Choose a new one here:`,
+      '',
+      link,
+      '',
+      validity,
+      '',
+      `Reset code: ${hash}`,
+      '',
+      'If it was not you, ignore this message: your password stays as it is.',
+    ].join(CRLF),
+    html: html([
+      `<p>${escapeHtml(greeting(to))},</p>`,
+      `<p>someone asked to reset the password of your ${escapeHtml(appName)} account. Choose a new one here:</p>`,
+      `<p><a href="${escapeHtml(link)}">${escapeHtml(link)}</a></p>`,
+      `<p>${escapeHtml(validity)}</p>`,
+      `<p>Reset code: <code>${escapeHtml(hash)}</code></p>`,
+      '<p>If it was not you, ignore this message: your password stays as it is.</p>',
+    ]),
+  };
+}
+
+export function identityReminderMessage(options: { appName: string; to: Recipient }): MailMessage {
+  const { appName, to } = options;
+  return {
+    to: to.identity,
+    subject: `Your ${appName} sign-in identity`,
+    text: [
+      `${greeting(to)},`,
+      '',
+      `you asked which identity you sign in to ${appName} with. It is:`,
+      '',
+      to.identity,
+      '',
+      'If you also forgot your password, ask for a password reset.',
+    ].join(CRLF),
+    html: html([
+      `<p>${escapeHtml(greeting(to))},</p>`,
+      `<p>you asked which identity you sign in to ${escapeHtml(appName)} with. It is:</p>`,
+      `<p><strong>${escapeHtml(to.identity)}</strong></p>`,
+      '<p>If you also forgot your password, ask for a password reset.</p>',
+    ]),
+  };
+}
+
+function greeting(to: Recipient): string {
+  const name = [to.firstName, to.lastName].filter(Boolean).join(' ');
+  return name ? `Hello ${name}` : 'Hello';
+}
+
+function html(paragraphs: string[]): string {
+  return ['<!doctype html>', '<html><body>', ...paragraphs, '</body></html>'].join(CRLF);
+}
+
+function escapeHtml(text: string): string {
+  return text
+    .replaceAll('&', '&amp;')
+    .replaceAll('<', '&lt;')
+    .replaceAll('>', '&gt;')
+    .replaceAll('"', '&quot;')
+    .replaceAll("'", '&#39;');
+}
+
+/** "24 hours", "1 hour", "90 minutes": whole hours when it divides evenly. */
+export function duration(seconds: number): string {
+  if (seconds % 3600 === 0) return plural(seconds / 3600, 'hour');
+  if (seconds % 60 === 0) return plural(seconds / 60, 'minute');
+  return plural(seconds, 'second');
+}
+
+function plural(n: number, unit: string): string {
+  return `${n} ${unit}${n === 1 ? '' : 's'}`;
+}

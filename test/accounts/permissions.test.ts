@@ -1,0 +1,232 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import type { AdminRole } from '../../src/stores/types.ts';
+import { request } from '../support/http.ts';
+import { backends, startTestServer, type TestServer } from '../support/server.ts';
+import { adminLogin, PASSWORD, storeAccount, userLogin } from './fixtures.ts';
+
+type Caller = 'guest' | 'user' | 'admin' | 'superuser';
+const CALLERS: readonly Caller[] = ['guest', 'user', 'admin', 'superuser'];
+
+interface Case {
+  /** `METHOD /path`, for the test name. */
+  route: string;
+  /** Builds the path (creating whatever the request acts on) for this caller. */
+  path: (ctx: Context) => Promise<string> | string;
+  body?: () => unknown;
+  /** Expected status per caller. */
+  expect: Record<Caller, number>;
+}
+
+interface Context {
+  newUser(status?: 'active' | 'pending'): Promise<string>;
+  newAdmin(roles?: AdminRole[]): Promise<string>;
+}
+
+const unique = () => `${randomUUID().slice(0, 8)}@example.com`;
+const HASH = 'A'.repeat(43);
+const ALL = (status: number): Record<Caller, number> => ({
+  guest: status,
+  user: status,
+  admin: status,
+  superuser: status,
+});
+const USER_ONLY = (status: number) => ({ guest: 401, user: status, admin: 403, superuser: 403 });
+const ADMINS = (status: number) => ({ guest: 401, user: 403, admin: status, superuser: status });
+const SUPERUSER_ONLY = (status: number) => ({ guest: 401, user: 403, admin: 403, superuser: status });
+
+/** Every account route, and what each kind of caller gets (DESIGN.md, Routes). */
+const CASES: Case[] = [
+  {
+    route: 'POST /account/register',
+    path: () => '/account/register',
+    body: () => ({ identity: unique(), password: PASSWORD, passwordConfirm: PASSWORD }),
+    expect: ALL(201),
+  },
+  {
+    route: 'POST /account/activate',
+    path: () => '/account/activate',
+    body: () => ({ email: unique() }),
+    expect: ALL(200),
+  },
+  {
+    route: 'PATCH /account/activate/{hash}',
+    path: () => `/account/activate/${HASH}`,
+    expect: ALL(404),
+  },
+  {
+    route: 'POST /account/recover-identity',
+    path: () => '/account/recover-identity',
+    body: () => ({ email: unique() }),
+    expect: ALL(200),
+  },
+  {
+    route: 'POST /account/reset-password',
+    path: () => '/account/reset-password',
+    body: () => ({ email: unique() }),
+    expect: ALL(200),
+  },
+  {
+    route: 'GET /account/reset-password/{hash}',
+    path: () => `/account/reset-password/${HASH}`,
+    expect: ALL(404),
+  },
+  {
+    route: 'PATCH /account/reset-password/{hash}',
+    path: () => `/account/reset-password/${HASH}`,
+    body: () => ({ password: PASSWORD, passwordConfirm: PASSWORD }),
+    expect: ALL(404),
+  },
+  {
+    route: 'GET /users/my-account',
+    path: () => '/users/my-account',
+    expect: USER_ONLY(200),
+  },
+  {
+    route: 'PATCH /users/my-account',
+    path: () => '/users/my-account',
+    body: () => ({ firstName: 'New' }),
+    expect: USER_ONLY(200),
+  },
+  {
+    route: 'DELETE /users/my-account',
+    path: () => '/users/my-account',
+    expect: USER_ONLY(204),
+  },
+  {
+    route: 'GET /users',
+    path: () => '/users',
+    expect: ADMINS(200),
+  },
+  {
+    route: 'POST /users',
+    path: () => '/users',
+    body: () => ({ identity: unique(), password: PASSWORD }),
+    expect: ADMINS(201),
+  },
+  {
+    route: 'GET /users/{id}',
+    path: async (ctx) => `/users/${await ctx.newUser()}`,
+    expect: ADMINS(200),
+  },
+  {
+    route: 'PATCH /users/{id}',
+    path: async (ctx) => `/users/${await ctx.newUser()}`,
+    body: () => ({ lastName: 'Changed' }),
+    expect: ADMINS(200),
+  },
+  {
+    route: 'DELETE /users/{id}',
+    path: async (ctx) => `/users/${await ctx.newUser()}`,
+    expect: ADMINS(204),
+  },
+  {
+    route: 'POST /users/{id}/activate',
+    path: async (ctx) => `/users/${await ctx.newUser('pending')}/activate`,
+    expect: ADMINS(200),
+  },
+  {
+    route: 'GET /admins/my-account',
+    path: () => '/admins/my-account',
+    expect: ADMINS(200),
+  },
+  {
+    route: 'PATCH /admins/my-account',
+    path: () => '/admins/my-account',
+    body: () => ({ firstName: 'New' }),
+    expect: ADMINS(200),
+  },
+  {
+    route: 'GET /admins',
+    path: () => '/admins',
+    expect: ADMINS(200),
+  },
+  {
+    route: 'POST /admins',
+    path: () => '/admins',
+    body: () => ({ identity: `admin-${randomUUID().slice(0, 8)}`, password: PASSWORD }),
+    expect: SUPERUSER_ONLY(201),
+  },
+  {
+    route: 'GET /admins/{id}',
+    path: async (ctx) => `/admins/${await ctx.newAdmin()}`,
+    expect: ADMINS(200),
+  },
+  {
+    route: 'PATCH /admins/{id}',
+    path: async (ctx) => `/admins/${await ctx.newAdmin()}`,
+    body: () => ({ lastName: 'Changed' }),
+    expect: ADMINS(200),
+  },
+  {
+    route: 'DELETE /admins/{id}',
+    path: async (ctx) => `/admins/${await ctx.newAdmin()}`,
+    expect: SUPERUSER_ONLY(204),
+  },
+];
+
+for (const backend of backends()) {
+  describe(`who may call which account route (${backend})`, () => {
+    let server: TestServer;
+    let ctx: Context;
+    before(async () => {
+      server = await startTestServer({ backend });
+      const hash = (password: string) => server.app.passwords.hash(password);
+      ctx = {
+        newUser: async (status = 'active') =>
+          (await storeAccount(server.app.stores.users, hash, { identity: unique(), status })).id,
+        newAdmin: async (roles = ['admin']) =>
+          (await storeAccount(server.app.stores.admins, hash, { identity: `a-${randomUUID()}`, roles })).id,
+      };
+    });
+    after(() => server.close());
+
+    /** A fresh signed-in caller per request, so a deletion never disturbs the next case. */
+    async function tokenFor(caller: Caller): Promise<string | undefined> {
+      const hash = (password: string) => server.app.passwords.hash(password);
+      if (caller === 'guest') return undefined;
+      if (caller === 'user') {
+        const identity = unique();
+        await storeAccount(server.app.stores.users, hash, { identity });
+        return (await userLogin(server.url, identity)).access_token;
+      }
+      const identity = `${caller}-${randomUUID()}`;
+      await storeAccount(server.app.stores.admins, hash, { identity, roles: [caller] });
+      return (await adminLogin(server.url, identity)).access_token;
+    }
+
+    for (const routeCase of CASES) {
+      const [method = ''] = routeCase.route.split(' ');
+      test(`${routeCase.route}: ${CALLERS.map((c) => `${c} ${routeCase.expect[c]}`).join(', ')}`, async () => {
+        for (const caller of CALLERS) {
+          const token = await tokenFor(caller);
+          const path = await routeCase.path(ctx);
+          const response = await request(server.url, method, path, {
+            token,
+            json: routeCase.body?.(),
+          });
+          assert.equal(
+            response.status,
+            routeCase.expect[caller],
+            `${caller} ${method} ${path}: ${JSON.stringify(response.body)}`,
+          );
+          if (response.status === 401) assert.equal(response.headers.get('www-authenticate'), 'Bearer');
+          if (response.status >= 400)
+            assert.equal(response.headers.get('content-type'), 'application/problem+json');
+        }
+      });
+    }
+
+    test('a user reads their own account by id, but not another one (403)', async () => {
+      const identity = unique();
+      const own = await storeAccount(server.app.stores.users, (p) => server.app.passwords.hash(p), {
+        identity,
+      });
+      const token = (await userLogin(server.url, identity)).access_token;
+      assert.equal((await request(server.url, 'GET', `/users/${own.id}`, { token })).status, 200);
+      const other = await ctx.newUser();
+      assert.equal((await request(server.url, 'GET', `/users/${other}`, { token })).status, 403);
+    });
+  });
+}

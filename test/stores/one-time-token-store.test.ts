@@ -1,0 +1,138 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { MongoClient } from 'mongodb';
+import { digestLinkHash, newLinkHash } from '../../src/accounts/one-time-links.ts';
+import { MemoryOneTimeTokenStore } from '../../src/stores/memory/one-time-tokens.ts';
+import {
+  MongoOneTimeTokenStore,
+  ONE_TIME_TOKENS_COLLECTION,
+  type OneTimeTokenDoc,
+} from '../../src/stores/mongo/one-time-tokens.ts';
+import type { OneTimeTokenStore } from '../../src/stores/one-time-tokens.ts';
+import { openStores } from '../../src/stores/open.ts';
+import { isolatedMongoUrl } from '../support/server.ts';
+
+interface Subject {
+  name: string;
+  /** A store whose clock the test sets. */
+  open(clock: { now: number }): Promise<OneTimeTokenStore>;
+  close(): Promise<void>;
+}
+
+const subjects: Subject[] = [
+  {
+    name: 'memory',
+    open: async (clock) => new MemoryOneTimeTokenStore(() => clock.now),
+    close: async () => {},
+  },
+];
+const mongoUrl = process.env.MONGODB_URL;
+if (mongoUrl) {
+  const client = new MongoClient(isolatedMongoUrl(mongoUrl));
+  subjects.push({
+    name: 'mongo',
+    async open(clock) {
+      const collection = client.db().collection<OneTimeTokenDoc>(ONE_TIME_TOKENS_COLLECTION);
+      await MongoOneTimeTokenStore.ensureIndexes(collection);
+      await collection.deleteMany({});
+      return new MongoOneTimeTokenStore(collection, { now: () => new Date(clock.now) });
+    },
+    async close() {
+      await client.db().dropDatabase();
+      await client.close();
+    },
+  });
+} else {
+  console.log('# one-time token store: MongoDB part skipped, MONGODB_URL is not set');
+}
+
+const HOUR = 3_600_000;
+
+for (const subject of subjects) {
+  describe(`one-time token store (${subject.name})`, () => {
+    const clock = { now: Date.now() };
+    let store: OneTimeTokenStore;
+    before(async () => {
+      store = await subject.open(clock);
+    });
+    after(() => subject.close());
+
+    const token = (purpose: 'activation' | 'reset', accountId: string, ttl = HOUR) => ({
+      purpose,
+      digest: newLinkHash().digest,
+      accountId,
+      expiresAt: new Date(clock.now + ttl),
+    });
+
+    test('a saved token is found until it is consumed, and consumed once', async () => {
+      const saved = token('activation', 'acc-1');
+      await store.save(saved);
+      assert.deepEqual(await store.find('activation', saved.digest), saved);
+      assert.equal(await store.find('reset', saved.digest), null, 'the purpose must match');
+      assert.equal(await store.consume('reset', saved.digest), null);
+      assert.deepEqual(await store.consume('activation', saved.digest), saved);
+      assert.equal(await store.consume('activation', saved.digest), null);
+      assert.equal(await store.find('activation', saved.digest), null);
+    });
+
+    test('of many concurrent consumes of one token exactly one succeeds', async () => {
+      // Several rounds: a non-atomic consume (findOneAndDelete on FerretDB 1.x) fails only some of the time.
+      for (let round = 0; round < 20; round++) {
+        const saved = token('reset', `acc-2-${round}`);
+        await store.save(saved);
+        const results = await Promise.all(
+          Array.from({ length: 10 }, () => store.consume('reset', saved.digest)),
+        );
+        assert.equal(results.filter(Boolean).length, 1, `round ${round}`);
+      }
+    });
+
+    test('an expired token is neither found nor consumed', async () => {
+      const saved = token('reset', 'acc-3', 1000);
+      await store.save(saved);
+      clock.now += 1000;
+      assert.equal(await store.find('reset', saved.digest), null);
+      assert.equal(await store.consume('reset', saved.digest), null);
+    });
+
+    test("deleteForAccount forgets the account's tokens, of one purpose or all", async () => {
+      const activation = token('activation', 'acc-4');
+      const reset = token('reset', 'acc-4');
+      const otherAccount = token('reset', 'acc-5');
+      for (const t of [activation, reset, otherAccount]) await store.save(t);
+      await store.deleteForAccount('acc-4', 'reset');
+      assert.equal(await store.find('reset', reset.digest), null);
+      assert.ok(await store.find('activation', activation.digest));
+      await store.deleteForAccount('acc-4');
+      assert.equal(await store.find('activation', activation.digest), null);
+      assert.ok(await store.find('reset', otherAccount.digest));
+    });
+
+    test('only digests are stored: the digest of a hash is its SHA-256, and differs from it', () => {
+      const { hash, digest } = newLinkHash();
+      assert.match(hash, /^[A-Za-z0-9_-]{43}$/);
+      assert.equal(digest, digestLinkHash(hash));
+      assert.match(digest, /^[0-9a-f]{64}$/);
+    });
+  });
+}
+
+if (mongoUrl) {
+  test('openStores keeps one-time tokens in MongoDB beside the accounts', async () => {
+    const url = isolatedMongoUrl(mongoUrl);
+    const stores = await openStores({ mongodbUrl: url });
+    const store = stores.oneTimeTokens;
+    const saved = {
+      purpose: 'activation' as const,
+      digest: newLinkHash().digest,
+      accountId: 'x',
+      expiresAt: new Date(Date.now() + HOUR),
+    };
+    await store.save(saved);
+    assert.deepEqual(await store.consume('activation', saved.digest), saved);
+    await stores.close();
+    const client = new MongoClient(url);
+    await client.db().dropDatabase();
+    await client.close();
+  });
+}
