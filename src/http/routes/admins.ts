@@ -1,12 +1,19 @@
 import { type AccountManagement, isAccountId } from '../../accounts/management.ts';
-import { CreateAdminBody, OwnProfileBody, UpdateAdminBody } from '../../accounts/schemas.ts';
+import { CreateAdminBody, UpdateAdminBody } from '../../accounts/schemas.ts';
 import { Forbidden, NotFound } from '../../errors.ts';
 import type { Account } from '../../stores/types.ts';
 import { rolesOf } from '../authorize.ts';
 import { HAL_JSON } from '../hal.ts';
 import { type AnyRoute, defineRoute, type Identity } from '../route.ts';
 import { AccountSchema, problems } from '../schemas.ts';
-import { accountCollectionSchema, accountPage, accountReply, callerAccount, createdReply } from './users.ts';
+import {
+  type AccountResource,
+  accountListRoute,
+  accountReply,
+  callerAccount,
+  createdReply,
+  ownAccountRoutes,
+} from './account-resources.ts';
 
 const isSuperuser = (identity: Identity) => rolesOf(identity).includes('superuser');
 
@@ -17,7 +24,16 @@ const isSuperuser = (identity: Identity) => rolesOf(identity).includes('superuse
  * before `/admins/:id` for the same reason as with users.
  */
 export function adminRoutes(admins: AccountManagement): AnyRoute[] {
-  const base = '/admins';
+  const resource: AccountResource = {
+    base: '/admins',
+    prefix: 'admin',
+    tag: 'admins',
+    rel: 'admins',
+    collectionId: 'AdminCollection',
+    holder: 'admin',
+    management: admins,
+  };
+  const { base } = resource;
 
   async function existingAdmin(id: string | undefined, options: { deleted: boolean }): Promise<Account> {
     const account = isAccountId(id ?? '') ? await admins.find(id ?? '') : null;
@@ -26,54 +42,8 @@ export function adminRoutes(admins: AccountManagement): AnyRoute[] {
   }
 
   return [
-    defineRoute({
-      method: 'GET',
-      path: '/admins/my-account',
-      name: 'admin::view-own',
-      summary: "The signed-in administrator's own account",
-      tags: ['admins'],
-      permission: ['admin'],
-      responses: {
-        200: { description: 'The account', schema: AccountSchema, contentType: HAL_JSON },
-        ...problems(401, 403, 503),
-      },
-      handler: ({ identity }) => accountReply(callerAccount(identity), base),
-    }),
-    defineRoute({
-      method: 'PATCH',
-      path: '/admins/my-account',
-      name: 'admin::update-own',
-      summary: 'Change own names and/or password (with currentPassword; ends the other sessions)',
-      tags: ['admins'],
-      permission: ['admin'],
-      body: OwnProfileBody,
-      responses: {
-        200: { description: 'The updated account', schema: AccountSchema, contentType: HAL_JSON },
-        ...problems(400, 401, 403, 413, 415, 503),
-      },
-      async handler({ identity, body }) {
-        const updated = await admins.updateOwn(callerAccount(identity), body);
-        if (!updated) throw new NotFound('No such admin');
-        return accountReply(updated, base);
-      },
-    }),
-    defineRoute({
-      method: 'GET',
-      path: '/admins',
-      name: 'admin::list',
-      summary: 'List administrator accounts, paginated (?page, ?limit, ?status, ?sort)',
-      tags: ['admins'],
-      permission: ['admin'],
-      responses: {
-        200: {
-          description: 'One page',
-          schema: accountCollectionSchema('admins', 'AdminCollection'),
-          contentType: HAL_JSON,
-        },
-        ...problems(400, 401, 403, 503),
-      },
-      handler: ({ query }) => accountPage(admins, query, base, 'admins'),
-    }),
+    ...ownAccountRoutes(resource),
+    accountListRoute(resource),
     defineRoute({
       method: 'POST',
       path: '/admins',

@@ -1,78 +1,18 @@
-import { type TSchema, Type } from '@sinclair/typebox';
-import { LIST_QUERY_DOC, parseAccountListQuery } from '../../accounts/listing.ts';
 import { type AccountManagement, isAccountId } from '../../accounts/management.ts';
-import { viewAccount } from '../../accounts/representation.ts';
-import { CreateUserBody, OwnProfileBody, UpdateUserBody } from '../../accounts/schemas.ts';
+import { CreateUserBody, UpdateUserBody } from '../../accounts/schemas.ts';
 import { Forbidden, NotFound } from '../../errors.ts';
 import type { Account } from '../../stores/types.ts';
-import { HAL_JSON, halCollection, halResource } from '../hal.ts';
-import { type AnyRoute, defineRoute, type Identity, type Reply } from '../route.ts';
+import { HAL_JSON } from '../hal.ts';
+import { type AnyRoute, defineRoute } from '../route.ts';
 import { AccountSchema, problems } from '../schemas.ts';
-
-/** An account as a HAL resource; `base` is `/users` or `/admins`. */
-export function accountReply(account: Account, base: string, status = 200): Reply {
-  return { status, contentType: HAL_JSON, body: halResource(viewAccount(account), `${base}/${account.id}`) };
-}
-
-/** 201 with Location for a created account. */
-export function createdReply(account: Account, base: string): Reply {
-  return { ...accountReply(account, base, 201), headers: { Location: `${base}/${account.id}` } };
-}
-
-/** One page of accounts as a HAL collection (`_embedded.<rel>`, page, limit, total, navigation links). */
-export async function accountPage(
-  management: AccountManagement,
-  query: URLSearchParams,
-  base: string,
-  rel: string,
-): Promise<Reply> {
-  const parsed = parseAccountListQuery(query);
-  const { items, total } = await management.list(parsed);
-  return {
-    status: 200,
-    contentType: HAL_JSON,
-    body: halCollection({
-      rel,
-      items: items.map((account) => halResource(viewAccount(account), `${base}/${account.id}`)),
-      path: base,
-      query,
-      page: parsed.page,
-      limit: parsed.limit,
-      total,
-    }),
-  };
-}
-
-export function accountCollectionSchema(rel: string, id: string): TSchema {
-  const link = Type.Object({ href: Type.String() });
-  return Type.Object(
-    {
-      _embedded: Type.Object({ [rel]: Type.Array(AccountSchema) }),
-      page: Type.Integer(),
-      limit: Type.Integer(),
-      total: Type.Integer(),
-      _links: Type.Object({
-        self: link,
-        first: link,
-        last: link,
-        prev: Type.Optional(link),
-        next: Type.Optional(link),
-      }),
-    },
-    {
-      $id: id,
-      description: `Query: ${Object.entries(LIST_QUERY_DOC)
-        .map(([k, v]) => `${k}: ${v}`)
-        .join('; ')}`,
-    },
-  );
-}
-
-/** The account of the signed-in caller (the route's permission already admitted only account holders). */
-export function callerAccount(identity: Identity): Account {
-  if (identity.role === 'user' || identity.role === 'admin') return identity.account;
-  throw new Forbidden();
-}
+import {
+  type AccountResource,
+  accountListRoute,
+  accountReply,
+  callerAccount,
+  createdReply,
+  ownAccountRoutes,
+} from './account-resources.ts';
 
 /**
  * User accounts. `/users/my-account` is registered before `/users/:id`: the router tries
@@ -80,7 +20,16 @@ export function callerAccount(identity: Identity): Account {
  * the `:id` route (and `:id` only ever sees UUIDs: anything else is a 404).
  */
 export function userRoutes(users: AccountManagement): AnyRoute[] {
-  const base = '/users';
+  const resource: AccountResource = {
+    base: '/users',
+    prefix: 'user',
+    tag: 'users',
+    rel: 'users',
+    collectionId: 'UserCollection',
+    holder: 'user',
+    management: users,
+  };
+  const { base } = resource;
 
   /** An existing, not deleted user by id, for the routes that change one. */
   async function changeableUser(id: string | undefined): Promise<Account> {
@@ -90,37 +39,7 @@ export function userRoutes(users: AccountManagement): AnyRoute[] {
   }
 
   return [
-    defineRoute({
-      method: 'GET',
-      path: '/users/my-account',
-      name: 'user::view-own',
-      summary: "The signed-in user's own account",
-      tags: ['users'],
-      permission: ['user'],
-      responses: {
-        200: { description: 'The account', schema: AccountSchema, contentType: HAL_JSON },
-        ...problems(401, 403, 503),
-      },
-      handler: ({ identity }) => accountReply(callerAccount(identity), base),
-    }),
-    defineRoute({
-      method: 'PATCH',
-      path: '/users/my-account',
-      name: 'user::update-own',
-      summary: 'Change own names and/or password (with currentPassword; ends the other sessions)',
-      tags: ['users'],
-      permission: ['user'],
-      body: OwnProfileBody,
-      responses: {
-        200: { description: 'The updated account', schema: AccountSchema, contentType: HAL_JSON },
-        ...problems(400, 401, 403, 413, 415, 503),
-      },
-      async handler({ identity, body }) {
-        const updated = await users.updateOwn(callerAccount(identity), body);
-        if (!updated) throw new NotFound('No such user');
-        return accountReply(updated, base);
-      },
-    }),
+    ...ownAccountRoutes(resource),
     defineRoute({
       method: 'DELETE',
       path: '/users/my-account',
@@ -134,23 +53,7 @@ export function userRoutes(users: AccountManagement): AnyRoute[] {
         return { status: 204 };
       },
     }),
-    defineRoute({
-      method: 'GET',
-      path: '/users',
-      name: 'user::list',
-      summary: 'List user accounts, paginated (?page, ?limit, ?status, ?sort)',
-      tags: ['users'],
-      permission: ['admin'],
-      responses: {
-        200: {
-          description: 'One page',
-          schema: accountCollectionSchema('users', 'UserCollection'),
-          contentType: HAL_JSON,
-        },
-        ...problems(400, 401, 403, 503),
-      },
-      handler: ({ query }) => accountPage(users, query, base, 'users'),
-    }),
+    accountListRoute(resource),
     defineRoute({
       method: 'POST',
       path: '/users',
