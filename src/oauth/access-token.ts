@@ -5,6 +5,9 @@ import { InvalidToken } from '../errors.ts';
 import type { AccountKind } from '../stores/types.ts';
 import type { KeySet } from './keys.ts';
 
+/** How many verified access tokens a process remembers (about 1 KB each). */
+const VERIFIED_TOKENS_KEPT = 10_000;
+
 /** RFC 9068 §2.1: the media type of a JWT access token, sent in its `typ` header. */
 const ACCESS_TOKEN_TYPE = 'at+jwt';
 
@@ -36,6 +39,14 @@ export function createAccessTokenService(options: {
   ttlSeconds: number;
 }): AccessTokenService {
   const { keys, algorithm, issuer, audience, ttlSeconds } = options;
+  /**
+   * Tokens that verified, by their exact text, until they expire. A client presents the same
+   * access token on every request for a day, and checking its RSA signature again each time
+   * was the largest cost of an authenticated request. The result for the same string cannot
+   * change while the keys stay the same (they are loaded once per process); expiry is still
+   * checked on every use. Bounded: the oldest entry goes first.
+   */
+  const verified = new Map<string, { claims: AccessTokenClaims; expiresAtMs: number }>();
 
   async function issueAccessToken(claims: AccessTokenClaims): Promise<IssuedAccessToken> {
     const token = await new SignJWT({
@@ -55,6 +66,13 @@ export function createAccessTokenService(options: {
   }
 
   async function verifyAccessToken(token: string): Promise<AccessTokenClaims> {
+    const known = verified.get(token);
+    if (known) {
+      // jose's rule without clock tolerance: expired once the current second reaches `exp`.
+      if (Date.now() < known.expiresAtMs) return known.claims;
+      verified.delete(token);
+      throw new InvalidToken('Token has expired');
+    }
     let payload: Record<string, unknown>;
     try {
       // RFC 8725 §3.1: the algorithm is pinned, never taken from the token's header.
@@ -68,7 +86,7 @@ export function createAccessTokenService(options: {
     } catch (error) {
       throw new InvalidToken(reasonFor(error));
     }
-    const { sub, client_id: clientId, scope, kind } = payload;
+    const { sub, client_id: clientId, scope, kind, exp } = payload;
     if (
       typeof sub !== 'string' ||
       typeof clientId !== 'string' ||
@@ -77,7 +95,17 @@ export function createAccessTokenService(options: {
     ) {
       throw new InvalidToken('Token claims are invalid');
     }
-    return { subject: { kind, id: sub }, clientId, scope };
+    // Frozen: the same object is handed out again for every later use of this token.
+    const claims: AccessTokenClaims = Object.freeze({
+      subject: Object.freeze({ kind, id: sub }),
+      clientId,
+      scope,
+    });
+    if (typeof exp === 'number') {
+      if (verified.size >= VERIFIED_TOKENS_KEPT) verified.delete(verified.keys().next().value ?? '');
+      verified.set(token, { claims, expiresAtMs: exp * 1000 });
+    }
+    return claims;
   }
 
   return { issueAccessToken, verifyAccessToken };

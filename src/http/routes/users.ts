@@ -88,7 +88,8 @@ export function userRoutes(users: AccountManagement): AnyRoute[] {
         // Refused before the lookup, so a user cannot probe which ids exist.
         if (identity.role === 'user' && identity.account.id !== id)
           throw new Forbidden('Users may only read their own account');
-        const account = await users.find(id);
+        // A user's own account was loaded by authentication a moment ago.
+        const account = identity.role === 'user' ? identity.account : await users.find(id);
         if (!account) throw new NotFound('No such user');
         return accountReply(account, base);
       },

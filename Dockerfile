@@ -1,0 +1,34 @@
+# syntax=docker/dockerfile:1
+# The token service image: Node.js 24 runs the TypeScript sources directly (type stripping),
+# so nothing is compiled; the build stage only type-checks them.
+
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+# npm install, not npm ci: the lock file lacks Biome's binaries for other platforms (the
+# registry it was made against does not carry them), which npm ci refuses; install honours it.
+RUN npm install --no-audit --no-fund
+COPY tsconfig.json ./
+COPY src ./src
+# A type error fails the image build rather than a running container.
+RUN node_modules/.bin/tsc --noEmit -p .
+
+FROM node:24-bookworm-slim
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=8080 \
+    KEYS_DIR=/app/keys \
+    LOG_DIR=/app/log
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm install --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/src ./src
+COPY ops/docker-entrypoint.sh ./ops/docker-entrypoint.sh
+# Empty key and log directories owned by the unprivileged user: a new named volume mounted
+# here starts as a copy of them, so the service can write its key files and logs.
+RUN mkdir -p /app/keys /app/log && chown node:node /app/keys /app/log && chmod 700 /app/keys
+USER node
+EXPOSE 8080
+# The primary handles SIGTERM: workers finish in-flight requests within SHUTDOWN_GRACE.
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["/app/ops/docker-entrypoint.sh"]

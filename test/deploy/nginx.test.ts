@@ -1,0 +1,236 @@
+/**
+ * The project's nginx configuration (nginx/templates/default.conf.template), rendered the way
+ * the official image does and run by a real nginx on free loopback ports in front of the
+ * service: HTTPS with a certificate from ops/make-cert.sh, HTTP redirected, and the client
+ * address handed to the app by nginx, never by the client.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { freePort } from '../support/backends.ts';
+import { decodeJwtPart, FRONTEND_CLIENT, SEEDED_USER } from '../support/http.ts';
+import {
+  ensureNginx,
+  type NginxProcess,
+  REPO_ROOT,
+  renderTemplate,
+  send,
+  startNginx,
+} from '../support/processes.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+const nginx = ensureNginx();
+const skip = 'reason' in nginx ? nginx.reason : false;
+if (skip) console.log(`# nginx tests skipped: ${skip}`);
+
+const REPORT_TOKEN = 'nginx-test-token-0123456789abcdef';
+const TEMPLATE = join(REPO_ROOT, 'nginx/templates/default.conf.template');
+
+let root: string;
+let ca: string;
+
+interface Front {
+  https: string;
+  http: string;
+  process: NginxProcess;
+}
+
+/** Renders the project's template for an upstream and runs nginx on two free ports with it. */
+async function startFront(name: string, upstream: string): Promise<Front> {
+  if ('reason' in nginx) throw new Error(nginx.reason);
+  const prefix = join(root, name);
+  await mkdir(prefix, { recursive: true });
+  const [httpPort, httpsPort] = [await freePort(), await freePort()];
+  const site = renderTemplate(await readFile(TEMPLATE, 'utf8'), {
+    NGINX_SERVER_NAME: 'localhost',
+    NGINX_HTTP_PORT: `127.0.0.1:${httpPort}`,
+    NGINX_HTTPS_PORT: `127.0.0.1:${httpsPort}`,
+    NGINX_UPSTREAM: upstream,
+    // Never asked: the upstream here is an IP address.
+    NGINX_RESOLVER: '127.0.0.1',
+    NGINX_TLS_CERTIFICATE: join(root, 'certs/tls.crt'),
+    NGINX_TLS_CERTIFICATE_KEY: join(root, 'certs/tls.key'),
+  });
+  await writeFile(join(prefix, 'site.conf'), site);
+  // What the official image's nginx.conf provides around conf.d/, with paths in the temp dir.
+  await writeFile(
+    join(prefix, 'nginx.conf'),
+    [
+      'worker_processes 1;',
+      `pid ${prefix}/nginx.pid;`,
+      `error_log ${prefix}/error.log warn;`,
+      'events { worker_connections 256; }',
+      'http {',
+      `  client_body_temp_path ${prefix}/client_body;`,
+      `  proxy_temp_path ${prefix}/proxy;`,
+      `  include ${prefix}/site.conf;`,
+      '}',
+      '',
+    ].join('\n'),
+  );
+  const https = `https://127.0.0.1:${httpsPort}`;
+  const process = await startNginx({
+    binary: nginx.binary,
+    prefix,
+    config: join(prefix, 'nginx.conf'),
+    readyUrl: `${https}/`,
+    ca,
+  });
+  return { https, http: `http://127.0.0.1:${httpPort}`, process };
+}
+
+describe('nginx in front of the service', { skip }, () => {
+  let app: TestServer;
+  let front: Front;
+  /** An upstream that records the headers nginx sends and the connections it opens. */
+  let echo: Server;
+  let echoFront: Front;
+  const seen: IncomingHttpHeaders[] = [];
+  let echoConnections = 0;
+
+  before(async () => {
+    root = await mkdtemp(join(tmpdir(), 'nginx-'));
+    execFileSync('sh', [join(REPO_ROOT, 'ops/make-cert.sh'), join(root, 'certs'), 'localhost'], {
+      stdio: 'ignore',
+    });
+    ca = await readFile(join(root, 'certs/tls.crt'), 'utf8');
+    app = await startTestServer({
+      env: { ERROR_REPORT_TOKENS: `nginx:${REPORT_TOKEN}`, ERROR_REPORT_IP_WHITELIST: '127.0.0.1' },
+    });
+    front = await startFront('app', new URL(app.url).host);
+
+    echo = createServer((req, res) => {
+      seen.push(req.headers);
+      res.setHeader('Content-Type', 'application/json');
+      res.end('{}');
+    });
+    echo.on('connection', () => echoConnections++);
+    await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+    echoFront = await startFront('echo', `127.0.0.1:${(echo.address() as AddressInfo).port}`);
+  });
+
+  after(async () => {
+    await Promise.all([front?.process.stop(), echoFront?.process.stop()]);
+    await app?.close();
+    echo?.closeAllConnections();
+    await new Promise((resolve) => echo?.close(resolve));
+    if (root) await rm(root, { recursive: true, force: true });
+  });
+
+  test('serves the API over HTTPS with HSTS and without naming its version', async () => {
+    const response = await send(`${front.https}/`, { ca });
+    assert.equal(response.status, 200);
+    assert.ok(response.json().name, response.text);
+    assert.equal(response.headers['strict-transport-security'], 'max-age=63072000');
+    assert.equal(response.headers.server, 'nginx');
+    // The app's own headers pass through.
+    assert.equal(response.headers['x-content-type-options'], 'nosniff');
+  });
+
+  test('the token flow works over HTTPS: password grant, authenticated read, refresh', async () => {
+    const grant = await send(`${front.https}/security/generate-token`, {
+      ca,
+      method: 'POST',
+      json: { grant_type: 'password', scope: 'api', ...FRONTEND_CLIENT, ...SEEDED_USER },
+    });
+    assert.equal(grant.status, 200, grant.text);
+    assert.equal(grant.headers['cache-control'], 'no-store');
+    const tokens = grant.json() as { access_token: string; refresh_token: string };
+    const id = String(decodeJwtPart(tokens.access_token, 1).sub);
+    const read = await send(`${front.https}/users/${id}`, { ca, token: tokens.access_token });
+    assert.equal(read.status, 200, read.text);
+    const refreshed = await send(`${front.https}/security/refresh-token`, {
+      ca,
+      method: 'POST',
+      json: {
+        grant_type: 'refresh_token',
+        scope: 'api',
+        ...FRONTEND_CLIENT,
+        refresh_token: tokens.refresh_token,
+      },
+    });
+    assert.equal(refreshed.status, 200, refreshed.text);
+  });
+
+  test('plain HTTP answers 301 to the same path and query over HTTPS, and never reaches the app', async () => {
+    const get = await send(`${front.http}/users/some-id?page=2`);
+    assert.equal(get.status, 301);
+    assert.equal(get.headers.location, 'https://127.0.0.1/users/some-id?page=2');
+    const post = await send(`${front.http}/security/generate-token`, {
+      method: 'POST',
+      json: { grant_type: 'password', ...SEEDED_USER },
+      headers: { Host: 'api.example.com' },
+    });
+    assert.equal(post.status, 301);
+    assert.equal(post.headers.location, 'https://api.example.com/security/generate-token');
+  });
+
+  test('a body over 1 MB is refused with 413 by nginx, like the app would', async () => {
+    const response = await send(`${front.https}/security/generate-token`, {
+      ca,
+      method: 'POST',
+      body: Buffer.alloc(1024 * 1024 + 1, 'a'),
+      headers: { 'Content-Type': 'application/json' },
+    });
+    assert.equal(response.status, 413);
+  });
+
+  test('X-Forwarded-For is overwritten with the client address and Client-IP is removed', async () => {
+    seen.length = 0;
+    const response = await send(`${echoFront.https}/anything`, {
+      ca,
+      headers: {
+        'X-Forwarded-For': '8.8.8.8',
+        'Client-IP': '9.9.9.9',
+        'X-Real-IP': '1.1.1.1',
+        Forwarded: 'for=1.2.3.4',
+      },
+    });
+    assert.equal(response.status, 200);
+    const headers = seen[0];
+    assert.ok(headers);
+    assert.equal(headers['x-forwarded-for'], '127.0.0.1');
+    assert.equal(headers['x-real-ip'], '127.0.0.1');
+    assert.equal(headers['client-ip'], undefined);
+    assert.equal(headers.forwarded, undefined);
+    assert.equal(headers['x-forwarded-proto'], 'https');
+  });
+
+  test('nginx keeps its connections to the upstream open between requests', async () => {
+    const before = echoConnections;
+    for (let i = 0; i < 5; i++) assert.equal((await send(`${echoFront.https}/`, { ca })).status, 200);
+    assert.ok(
+      echoConnections - before <= 1,
+      `${echoConnections - before} new upstream connections for 5 requests`,
+    );
+  });
+
+  test('the error report endpoint sees the address nginx saw, not the one the client claims', async (t) => {
+    const report = (base: string, headers: Record<string, string>) =>
+      send(`${base}/error-report`, {
+        ca,
+        method: 'POST',
+        json: { message: 'nginx test report' },
+        headers: { 'Error-Reporting-Token': REPORT_TOKEN, ...headers },
+      });
+    const spoofed = { 'X-Forwarded-For': '8.8.8.8', 'Client-IP': '9.9.9.9' };
+    const direct = await report(app.url, spoofed);
+    if (direct.status === 404) return t.skip('POST /error-report is not part of this build');
+    // Straight to the app, the spoofed public address is believed (SPEC.md's order) and is not whitelisted.
+    assert.equal(direct.status, 403, direct.text);
+    // Through nginx the client's headers are replaced: the whitelisted loopback address remains.
+    const proxied = await report(front.https, spoofed);
+    assert.equal(proxied.status, 201, proxied.text);
+    const lines = (await readFile(join(app.logDir, 'error-report-endpoint-log.log'), 'utf8'))
+      .trim()
+      .split('\n');
+    const last = JSON.parse(lines.at(-1) ?? '{}') as Record<string, unknown>;
+    assert.equal(last.clientAddress, '127.0.0.1');
+    assert.ok(!lines.join('\n').includes('8.8.8.8') && !lines.join('\n').includes('9.9.9.9'));
+  });
+});
