@@ -45,7 +45,8 @@ function account(identity: string, overrides: Partial<Account> = {}): Account {
   };
 }
 
-function accountContract(open: () => Promise<Harness>): void {
+/** `separateConnections`: the backend is shared by processes, so races across connections are tested too. */
+function accountContract(open: () => Promise<Harness>, options: { separateConnections: boolean }): void {
   let h: Harness;
   before(async () => {
     h = await open();
@@ -222,8 +223,9 @@ function accountContract(open: () => Promise<Harness>): void {
     assert.deepEqual(await h.admins.findByIdentity('admin'), winner);
   });
 
-  test('concurrent createIfAbsent from two connections creates it exactly once', async (t) => {
-    if (!h.otherConnection) return t.skip('one process, one connection: nothing to race across');
+  if (!options.separateConnections) return;
+  test('concurrent createIfAbsent from two connections creates it exactly once', async () => {
+    assert.ok(h.otherConnection, 'the harness opens a second connection');
     const other = await h.otherConnection();
     try {
       const attempts = Array.from({ length: 20 }, () => account('owner@example.com'));
@@ -240,18 +242,21 @@ function accountContract(open: () => Promise<Harness>): void {
 }
 
 describe('AccountStore: memory', () => {
-  accountContract(async () => {
-    const h: Harness = {
-      admins: new MemoryAccountStore({ foldIdentityCase: false }),
-      users: new MemoryAccountStore({ foldIdentityCase: true }),
-      async reset() {
-        h.admins = new MemoryAccountStore({ foldIdentityCase: false });
-        h.users = new MemoryAccountStore({ foldIdentityCase: true });
-      },
-      async close() {},
-    };
-    return h;
-  });
+  accountContract(
+    async () => {
+      const h: Harness = {
+        admins: new MemoryAccountStore({ foldIdentityCase: false }),
+        users: new MemoryAccountStore({ foldIdentityCase: true }),
+        async reset() {
+          h.admins = new MemoryAccountStore({ foldIdentityCase: false });
+          h.users = new MemoryAccountStore({ foldIdentityCase: true });
+        },
+        async close() {},
+      };
+      return h;
+    },
+    { separateConnections: false },
+  );
 });
 
 const mongodbUrl = process.env.MONGODB_URL;
@@ -259,33 +264,36 @@ const mongodbUrl = process.env.MONGODB_URL;
 describe('AccountStore: MongoDB', {
   skip: mongodbUrl ? false : 'MONGODB_URL not set: real MongoDB contract not run',
 }, () => {
-  accountContract(async () => {
-    // A database of its own per run, so concurrent runs never see each other's data.
-    const url = withDatabase(mongodbUrl ?? '', uniqueName('accounts_test'));
-    const connect = async () => {
-      const client = new MongoClient(url, { serverSelectionTimeoutMS: 5000 });
-      await client.connect();
-      await ensureIndexes(client.db());
-      return { client, stores: mongoCatalogStores(client.db()) };
-    };
-    const main = await connect();
-    return {
-      admins: main.stores.admins,
-      users: main.stores.users,
-      async reset() {
-        await main.client.db().collection('admins').deleteMany({});
-        await main.client.db().collection('users').deleteMany({});
-      },
-      async close() {
-        await main.client.db().dropDatabase();
-        await main.client.close();
-      },
-      async otherConnection() {
-        const other = await connect();
-        return { ...other.stores, close: () => other.client.close() };
-      },
-    };
-  });
+  accountContract(
+    async () => {
+      // A database of its own per run, so concurrent runs never see each other's data.
+      const url = withDatabase(mongodbUrl ?? '', uniqueName('accounts_test'));
+      const connect = async () => {
+        const client = new MongoClient(url, { serverSelectionTimeoutMS: 5000 });
+        await client.connect();
+        await ensureIndexes(client.db());
+        return { client, stores: mongoCatalogStores(client.db()) };
+      };
+      const main = await connect();
+      return {
+        admins: main.stores.admins,
+        users: main.stores.users,
+        async reset() {
+          await main.client.db().collection('admins').deleteMany({});
+          await main.client.db().collection('users').deleteMany({});
+        },
+        async close() {
+          await main.client.db().dropDatabase();
+          await main.client.close();
+        },
+        async otherConnection() {
+          const other = await connect();
+          return { ...other.stores, close: () => other.client.close() };
+        },
+      };
+    },
+    { separateConnections: true },
+  );
 
   test('stores BSON dates and only the documented fields', async () => {
     const url = withDatabase(mongodbUrl ?? '', uniqueName('accounts_raw'));
