@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import {
   type Backend,
   freePort,
-  onPath,
+  realServersMissing,
   startFerretDb,
   startRedis,
   uniqueName,
@@ -25,9 +25,7 @@ import {
   waitForHttp,
 } from '../support/processes.ts';
 
-const missing = ['redis-server', 'ferretdb'].filter((binary) => !onPath(binary));
-const skip = missing.length > 0 ? `needs ${missing.join(' and ')} on PATH` : false;
-if (skip) console.log(`# cluster tests skipped: ${skip}`);
+const skip = realServersMissing('cluster tests');
 
 let redis: Backend;
 let ferret: Backend;

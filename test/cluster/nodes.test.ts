@@ -13,7 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import {
   type Backend,
   freePort,
-  onPath,
+  realServersMissing,
   startFerretDb,
   startRedis,
   uniqueName,
@@ -28,9 +28,7 @@ import {
   waitForHttp,
 } from '../support/processes.ts';
 
-const missing = ['redis-server', 'ferretdb'].filter((binary) => !onPath(binary));
-const skipReal = missing.length > 0 ? `needs ${missing.join(' and ')} on PATH` : false;
-if (skipReal) console.log(`# multi-node tests skipped: ${skipReal}`);
+const skipReal = realServersMissing('multi-node tests');
 
 const roots: string[] = [];
 const services: ServiceProcess[] = [];

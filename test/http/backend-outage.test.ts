@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import {
   type Backend,
   freePort,
-  onPath,
+  realServersMissing,
   startFerretDb,
   startRedis,
   uniqueName,
@@ -23,9 +23,7 @@ import {
 } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
-const missing = ['redis-server', 'ferretdb'].filter((binary) => !onPath(binary));
-const skip =
-  missing.length > 0 ? `${missing.join(' and ')} not on PATH: backend outage suite not run` : false;
+const skip = realServersMissing('backend outage suite');
 
 /** Polls until `attempt` resolves truthy, or fails after `ms`. */
 async function eventually(attempt: () => Promise<boolean>, ms: number, what: string): Promise<void> {

@@ -183,3 +183,15 @@ async function waitUntil(check: () => Promise<void>, timeoutMs: number): Promise
     }
   }
 }
+
+/**
+ * Why a suite that needs private Redis and FerretDB servers cannot run on this machine, or
+ * false when it can. The reason is printed, so a skipped suite never goes unnoticed.
+ */
+export function realServersMissing(suite: string): string | false {
+  const missing = ['redis-server', 'ferretdb'].filter((binary) => !onPath(binary));
+  if (missing.length === 0) return false;
+  const reason = `${suite} not run: ${missing.join(' and ')} not on PATH`;
+  console.log(`# ${reason}`);
+  return reason;
+}
