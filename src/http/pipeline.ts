@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import polka, { type Request } from 'polka';
 import { parse as parsePattern } from 'regexparam';
 import type { Deprecation } from '../config.ts';
-import { MethodNotAllowed, NotFound, Problem } from '../errors.ts';
+import { BadRequest, MethodNotAllowed, NotFound, Problem } from '../errors.ts';
 import { authorize } from './authorize.ts';
 import { parseBody } from './body.ts';
 import { answerPreflight, applyCors, type CorsPolicy } from './cors.ts';
@@ -42,6 +42,9 @@ export function createRequestHandler(
   for (const route of options.routes) {
     const headers = headersForRoute(route.name, options.responseHeaders, options.deprecations[route.name]);
     const validator = route.body ? compileValidator(route.body) : undefined;
+    const queryValidator = route.query
+      ? compileValidator(route.query, (errors) => new BadRequest('The query is invalid', { errors }))
+      : undefined;
 
     const serve = async (req: Request, res: ServerResponse) => {
       applyHeaders(res, headers);
@@ -53,11 +56,13 @@ export function createRequestHandler(
             ? { role: 'guest' as const }
             : await options.authenticate(req.headers.authorization);
         authorize(identity, route.permission);
+        const query = new URLSearchParams(req.search);
+        queryValidator?.check(queryObject(query));
         const reply = await route.handler({
           req,
           res,
           params: req.params,
-          query: new URLSearchParams(req.search),
+          query,
           body: validator ? validator.check(body) : body,
           identity,
           remoteAddress: req.socket.remoteAddress ?? '',
@@ -104,6 +109,16 @@ export function createRequestHandler(
   }
 
   return (req, res) => app.handler(req as Request, res, undefined as never);
+}
+
+/** The query as an object; a repeated parameter becomes an array, which no string schema accepts. */
+function queryObject(query: URLSearchParams): Record<string, string | string[]> {
+  const result: Record<string, string | string[]> = {};
+  for (const name of new Set(query.keys())) {
+    const values = query.getAll(name);
+    result[name] = values.length === 1 ? (values[0] ?? '') : values;
+  }
+  return result;
 }
 
 function send(res: ServerResponse, reply: Reply): void {

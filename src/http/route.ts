@@ -56,6 +56,8 @@ export interface Route<S extends TSchema | undefined = TSchema | undefined> {
   /** `public`: anyone, without looking at credentials. Otherwise the roles that may call it. */
   permission: 'public' | readonly Role[];
   body?: S;
+  /** The query parameters, validated before the handler runs (values are strings). */
+  query?: TSchema;
   /** Success and problem responses by status, for documentation. */
   responses: Readonly<Record<number, ResponseSpec>>;
   handler(context: RequestContext<S extends TSchema ? Static<S> : undefined>): Promise<Reply> | Reply;

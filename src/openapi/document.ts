@@ -119,7 +119,7 @@ function operation(
     schemas: SchemaRegistry;
   },
 ): Record<string, unknown> {
-  const parameters = pathParameters(route.path);
+  const parameters = [...pathParameters(route.path), ...queryParameters(route.query, context.schemas)];
   const responses: Record<string, unknown> = {};
   const declared: [string, ResponseSpec][] = Object.entries(route.responses);
   // Any route can fail unexpectedly; the pipeline answers that with a generic problem.
@@ -207,6 +207,22 @@ function pathParameters(path: string): Record<string, unknown>[] {
     in: 'path',
     required: true,
     schema: { type: 'string' },
+  }));
+}
+
+/** Each property of the route's query schema, as an optional (or required) query parameter. */
+function queryParameters(schema: AnyRoute['query'], schemas: SchemaRegistry): Record<string, unknown>[] {
+  if (!schema) return [];
+  const { properties = {}, required = [] } = schemas.use(schema) as {
+    properties?: Record<string, { description?: string }>;
+    required?: string[];
+  };
+  return Object.entries(properties).map(([name, { description, ...property }]) => ({
+    name,
+    in: 'query',
+    required: required.includes(name),
+    ...(description ? { description } : {}),
+    schema: property,
   }));
 }
 

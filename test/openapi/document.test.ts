@@ -112,6 +112,25 @@ describe('OpenAPI document', () => {
     assert.equal(openApiPath('/users/:id/activate'), '/users/{id}/activate');
   });
 
+  test('query parameters of a route schema are declared, optional, with their own schema', () => {
+    const withQuery = routes.filter((route) => route.query);
+    assert.ok(withQuery.some((route) => route.path === '/users' && route.method === 'GET'));
+    for (const route of withQuery) {
+      const declared = (operationOf(document, route)?.parameters ?? []).filter(
+        (parameter: { in: string }) => parameter.in === 'query',
+      );
+      assert.deepEqual(
+        declared.map((parameter: { name: string }) => parameter.name).sort(),
+        ['limit', 'page', 'sort', 'status'],
+        route.name,
+      );
+      for (const parameter of declared) {
+        assert.equal(parameter.required, false);
+        assert.ok(parameter.schema && parameter.description, `${route.name} ${parameter.name}`);
+      }
+    }
+  });
+
   test('every declared response is documented, problems as application/problem+json, plus a 500 problem', () => {
     for (const route of routes) {
       const operation = operationOf(document, route) ?? {};

@@ -1,5 +1,5 @@
 import { type TSchema, Type } from '@sinclair/typebox';
-import { LIST_QUERY_DOC, parseAccountListQuery } from '../../accounts/listing.ts';
+import { AccountListQuery, parseAccountListQuery } from '../../accounts/listing.ts';
 import type { AccountManagement } from '../../accounts/management.ts';
 import { viewAccount } from '../../accounts/representation.ts';
 import { OwnProfileBody } from '../../accounts/schemas.ts';
@@ -63,12 +63,7 @@ export function accountCollectionSchema(rel: string, id: string): TSchema {
         next: Type.Optional(link),
       }),
     },
-    {
-      $id: id,
-      description: `Query: ${Object.entries(LIST_QUERY_DOC)
-        .map(([k, v]) => `${k}: ${v}`)
-        .join('; ')}`,
-    },
+    { $id: id },
   );
 }
 
@@ -140,6 +135,7 @@ export function accountListRoute(resource: AccountResource): AnyRoute {
     summary: `List ${holder === 'admin' ? 'administrator' : 'user'} accounts, paginated (?page, ?limit, ?status, ?sort)`,
     tags: [tag],
     permission: ['admin'],
+    query: AccountListQuery,
     responses: {
       200: {
         description: 'One page',
