@@ -18,8 +18,9 @@ export const SEED = {
 };
 
 /**
- * Creates every seed record that is missing. Idempotent, safe when several processes seed at
- * once (the stores' createIfAbsent is atomic), and never touches a record that exists.
+ * Creates the seed scope and clients when missing, and the seed accounts when their store is
+ * empty. Idempotent, safe when several processes seed at once (the stores' createIfAbsent is
+ * atomic), and never touches a record that exists.
  */
 export async function seed(stores: Stores, passwords: PasswordHasher): Promise<string[]> {
   const created: string[] = [];
@@ -46,8 +47,10 @@ async function seedAccount(
   passwords: PasswordHasher,
   seedAccount: { identity: string; password: string; roles: Account['roles'] },
 ): Promise<boolean> {
-  // Hashing is slow: skip it when the account is already there.
-  if (await store.findByIdentity(seedAccount.identity)) return false;
+  // Only into an empty store: once an operator has deleted or renamed the seeded account,
+  // it must not come back with its publicly known password at the next start. (Deleted
+  // accounts stay as anonymised records, so a store that ever held accounts is never empty.)
+  if ((await store.count({})) > 0) return false;
   const now = new Date();
   return store.createIfAbsent({
     id: randomUUID(),

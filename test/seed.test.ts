@@ -23,6 +23,14 @@ describe('seeding', () => {
       const after = await stores.admins.findByIdentity('admin');
       assert.equal(after?.firstName, 'Changed');
       assert.equal(after?.passwordHash, 'operator-set');
+      // Renamed (or deleted, which anonymises the identity): the seed account stays gone.
+      await stores.admins.update(admin.id, { identity: 'deleted-admin', status: 'deleted' });
+      const user = await stores.users.findByIdentity('user@example.com');
+      assert.ok(user);
+      await stores.users.update(user.id, { identity: 'renamed@example.com' });
+      assert.deepEqual(await seed(stores, hasher), []);
+      assert.equal(await stores.admins.findByIdentity('admin'), null);
+      assert.equal(await stores.users.findByIdentity('user@example.com'), null);
     } finally {
       await stores.close();
     }
