@@ -100,7 +100,7 @@ export async function createApplication(
     deprecations: config.deprecations,
     authenticate: createAuthenticator(accessTokens, stores),
     onUnexpectedError: (error, req, route) =>
-      errorLog.error({ err: error, ...requestFacts(req), route: route?.name }),
+      errorLog.error({ err: error, ...requestFacts(req, route), route: route?.name }),
   });
 
   return {
@@ -157,7 +157,13 @@ function accountServices(deps: {
   };
 }
 
-/** The request facts an error line carries: never headers or the body. */
-function requestFacts(req: IncomingMessage): { method: string | undefined; path: string } {
-  return { method: req.method, path: (req.url ?? '').split('?')[0] ?? '' };
+/**
+ * The request facts an error line carries: never headers or the body, and the route's path
+ * pattern rather than the path, which may hold a live activation or reset hash.
+ */
+function requestFacts(
+  req: IncomingMessage,
+  route: AnyRoute | undefined,
+): { method: string | undefined; path: string } {
+  return { method: req.method, path: route?.path ?? (req.url ?? '').split('?')[0] ?? '' };
 }

@@ -41,11 +41,18 @@ function parseJson(raw: string): ParsedBody {
 }
 
 function parseForm(raw: string): Record<string, unknown> {
-  const result: Record<string, unknown> = {};
-  for (const [key, value] of new URLSearchParams(raw)) {
-    const existing = result[key];
-    if (existing === undefined) result[key] = value;
-    else result[key] = Array.isArray(existing) ? [...existing, value] : [existing, value];
+  return searchParamsObject(new URLSearchParams(raw));
+}
+
+/**
+ * Parameters as an object; a repeated name becomes an array. Built through a Map and
+ * Object.fromEntries, because names come from the client (`__proto__`, `constructor`).
+ */
+export function searchParamsObject(params: URLSearchParams): Record<string, string | string[]> {
+  const result = new Map<string, string | string[]>();
+  for (const name of new Set(params.keys())) {
+    const values = params.getAll(name);
+    result.set(name, values.length === 1 ? (values[0] ?? '') : values);
   }
-  return result;
+  return Object.fromEntries(result);
 }

@@ -4,7 +4,7 @@ import { parse as parsePattern } from 'regexparam';
 import type { Deprecation } from '../config.ts';
 import { BadRequest, MethodNotAllowed, NotFound, Problem } from '../errors.ts';
 import { authorize } from './authorize.ts';
-import { parseBody } from './body.ts';
+import { parseBody, searchParamsObject } from './body.ts';
 import { answerPreflight, applyCors, type CorsPolicy } from './cors.ts';
 import { applyHeaders, headersForRoute } from './headers.ts';
 import { writeProblem } from './problem.ts';
@@ -57,7 +57,7 @@ export function createRequestHandler(
             : await options.authenticate(req.headers.authorization);
         authorize(identity, route.permission);
         const query = new URLSearchParams(req.search);
-        queryValidator?.check(queryObject(query));
+        queryValidator?.check(searchParamsObject(query));
         const reply = await route.handler({
           req,
           res,
@@ -109,16 +109,6 @@ export function createRequestHandler(
   }
 
   return (req, res) => app.handler(req as Request, res, undefined as never);
-}
-
-/** The query as an object; a repeated parameter becomes an array, which no string schema accepts. */
-function queryObject(query: URLSearchParams): Record<string, string | string[]> {
-  const result: Record<string, string | string[]> = {};
-  for (const name of new Set(query.keys())) {
-    const values = query.getAll(name);
-    result[name] = values.length === 1 ? (values[0] ?? '') : values;
-  }
-  return result;
 }
 
 function send(res: ServerResponse, reply: Reply): void {

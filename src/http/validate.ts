@@ -25,15 +25,16 @@ export function compileValidator<T>(
   const compiled: TypeCheck<TSchema> = TypeCompiler.Compile(schema);
   function errors(value: unknown): FieldErrors | null {
     if (compiled.Check(value)) return null;
-    const result: FieldErrors = {};
+    // A Map, not an object: field names come from the client (`constructor`, `__proto__`).
+    const result = new Map<string, string[]>();
     for (const error of compiled.Errors(value)) {
       const field = error.path.replace(/^\//, '').replaceAll('/', '.') || 'body';
-      const messages = result[field] ?? [];
+      const messages = result.get(field) ?? [];
       const message = messageFor(error.schema, error.message);
       if (!messages.includes(message)) messages.push(message);
-      result[field] = messages;
+      result.set(field, messages);
     }
-    return result;
+    return Object.fromEntries(result);
   }
   return {
     errors,

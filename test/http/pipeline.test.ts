@@ -94,6 +94,26 @@ describe('HTTP pipeline', () => {
     assert.equal(response.body.error, 'invalid_request');
   });
 
+  test('fields named like Object.prototype members are ordinary input, never a 500', async () => {
+    for (const json of [
+      { constructor: 1 },
+      { __proto__: { x: 1 } },
+      { toString: 'x', grant_type: 'password' },
+    ]) {
+      const response = await request(server.url, 'POST', '/account/register', {
+        raw: JSON.stringify(json),
+        headers: { 'Content-Type': 'application/json' },
+      });
+      assert.equal(response.status, 400, JSON.stringify(json));
+      assert.ok(response.body.errors, 'a validation problem');
+    }
+    const form = await request(server.url, 'POST', '/security/generate-token', {
+      raw: 'constructor=1&__proto__=2&grant_type=password&scope=api&client_id=frontend&client_secret=frontend-client-secret&username=user%40example.com&password=user-password-change-me',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    });
+    assert.equal(form.status, 200, 'unknown parameters are ignored (RFC 6749 §3.2)');
+  });
+
   test('a guest on a protected route gets 401 with a bare Bearer challenge', async () => {
     const response = await request(server.url, 'GET', '/users/anything');
     assert.equal(response.status, 401);
