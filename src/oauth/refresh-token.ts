@@ -39,9 +39,14 @@ export function parseRefreshToken(token: string): { familyId: string } | null {
 
 /** Issues refresh tokens into a store and consumes them; the store never sees a raw token. */
 export interface RefreshTokenService {
+  /** The new token, or null when its family was revoked in the meantime. */
   issueRefreshToken(
-    grant: Omit<RefreshTokenGrant, 'familyId' | 'expiresAt'> & { familyId?: string },
-  ): Promise<string>;
+    grant: Omit<RefreshTokenGrant, 'familyId' | 'expiresAt'> & {
+      familyId?: string;
+      /** The token this one rotates, which becomes `rotated` with the save. */
+      replaces?: string;
+    },
+  ): Promise<string | null>;
   consumeRefreshToken(token: string): Promise<ConsumeResult>;
   revokeFamily(familyId: string): Promise<void>;
 }
@@ -53,15 +58,15 @@ export function createRefreshTokenService(options: {
 }): RefreshTokenService {
   const { store, encryptionKey, ttlSeconds } = options;
   return {
-    async issueRefreshToken(grant) {
+    async issueRefreshToken({ replaces, ...grant }) {
       const minted = mintRefreshToken(grant.familyId ?? newFamilyId(), encryptionKey);
       // Each rotation gets a full lifetime: a family lives as long as it keeps being used.
-      await store.save(minted.digest, {
-        ...grant,
-        familyId: minted.familyId,
-        expiresAt: Date.now() + ttlSeconds * 1000,
-      });
-      return minted.token;
+      const saved = await store.save(
+        minted.digest,
+        { ...grant, familyId: minted.familyId, expiresAt: Date.now() + ttlSeconds * 1000 },
+        replaces === undefined ? undefined : digestRefreshToken(replaces, encryptionKey),
+      );
+      return saved ? minted.token : null;
     },
     async consumeRefreshToken(token) {
       const parsed = parseRefreshToken(token);

@@ -89,19 +89,32 @@ export interface RefreshTokenGrant {
   expiresAt: number;
 }
 
+/**
+ * A token's life: unused → consumed (a refresh is under way) → rotated (its successor was
+ * saved). Telling the last two apart is what lets a double submit fail quietly while a
+ * replay of a rotated token, which means it leaked, revokes the family.
+ */
 export type ConsumeResult =
   | { outcome: 'consumed'; grant: RefreshTokenGrant }
-  /** The token was already used once: the caller must treat the family as compromised. */
+  /** Consumed by a refresh that has not saved a successor: a concurrent duplicate. */
+  | { outcome: 'in-flight' }
+  /** The token was already rotated: the caller must treat the family as compromised. */
   | { outcome: 'reused'; grant: RefreshTokenGrant }
   | { outcome: 'revoked' }
   | { outcome: 'unknown' };
 
 export interface RefreshTokenStore {
-  /** Stores a new, unused token under its digest until the grant expires. */
-  save(tokenDigest: string, grant: RefreshTokenGrant): Promise<void>;
   /**
-   * Marks the token used, atomically: of two concurrent calls with one digest exactly one
-   * gets `consumed`. A used token stays known (as `reused`) until it expires.
+   * Stores a new, unused token under its digest until the grant expires, marks the token it
+   * replaces (same family) rotated, and returns true; returns false, storing nothing, when
+   * the family has been revoked (a refresh that raced a revocation must not plant a live
+   * token in a dead family).
+   */
+  save(tokenDigest: string, grant: RefreshTokenGrant, replacesDigest?: string): Promise<boolean>;
+  /**
+   * Marks the token consumed, atomically: of concurrent calls with one digest exactly one
+   * gets `consumed`, the others `in-flight` until its successor is saved, `reused` after.
+   * A used token stays known until it expires.
    */
   consume(familyId: string, tokenDigest: string): Promise<ConsumeResult>;
   /** Revokes every token of the family, used or not. */

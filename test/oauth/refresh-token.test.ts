@@ -62,8 +62,19 @@ for (const backend of backends()) {
       const results = await Promise.all(
         Array.from({ length: 8 }, () => refreshGrant(server.url, FRONTEND_CLIENT, refresh_token)),
       );
+      // Never none: a loser that finds the token in flight refuses without revoking, so it
+      // cannot kill the winner's save; one arriving after the rotation is a replay and revokes.
       assert.equal(results.filter((r) => r.status === 200).length, 1);
       assert.equal(results.filter((r) => r.status === 400).length, 7);
+    });
+
+    test('scope may be omitted on refresh: it is the scope originally granted (RFC 6749 §6)', async () => {
+      const { refresh_token } = await login();
+      const response = await request(server.url, 'POST', '/security/refresh-token', {
+        json: { grant_type: 'refresh_token', refresh_token, ...FRONTEND_CLIENT },
+      });
+      assert.equal(response.status, 200);
+      assert.equal(decodeJwtPart(String(response.body.access_token), 1).scope, 'api');
     });
 
     test('a refresh token is bound to its client', async () => {

@@ -40,7 +40,7 @@ async function issue(
   g: RefreshTokenGrant,
 ): Promise<{ familyId: string; digest: string }> {
   const d = digest();
-  await store.save(d, g);
+  assert.equal(await store.save(d, g), true);
   return { familyId: g.familyId, digest: d };
 }
 
@@ -55,20 +55,32 @@ function refreshTokenContract(open: () => Promise<Harness>): void {
     await h?.close();
   });
 
-  test('a saved token is consumed once, then reported as reused', async () => {
+  test('a saved token is consumed once; in flight until its successor is saved, reused after', async () => {
     const g = grant();
     const t = await issue(store, g);
     assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'consumed', grant: g });
+    assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'in-flight' });
+    const successor = digest();
+    assert.equal(await store.save(successor, { ...g, expiresAt: Date.now() + 60_000 }, t.digest), true);
     assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'reused', grant: g });
     assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'reused', grant: g });
+    assert.equal((await store.consume(t.familyId, successor)).outcome, 'consumed');
   });
 
-  test('of 20 concurrent consumes of one token exactly one wins', async () => {
+  test('a successor marks only a token of its own family rotated', async () => {
+    const g = grant();
+    const t = await issue(store, g);
+    assert.equal((await store.consume(t.familyId, t.digest)).outcome, 'consumed');
+    await store.save(digest(), grant(), t.digest);
+    assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'in-flight' });
+  });
+
+  test('of 20 concurrent consumes of one token exactly one wins; the others see it in flight', async () => {
     const g = grant();
     const t = await issue(store, g);
     const results = await Promise.all(Array.from({ length: 20 }, () => store.consume(t.familyId, t.digest)));
     assert.equal(results.filter((r) => r.outcome === 'consumed').length, 1);
-    assert.equal(results.filter((r) => r.outcome === 'reused').length, 19);
+    assert.equal(results.filter((r) => r.outcome === 'in-flight').length, 19);
   });
 
   test('an unknown digest, or a known one under another family, is unknown', async () => {
@@ -89,6 +101,18 @@ function refreshTokenContract(open: () => Promise<Harness>): void {
     assert.deepEqual(await store.consume(used.familyId, used.digest), { outcome: 'revoked' });
     assert.deepEqual(await store.consume(unused.familyId, unused.digest), { outcome: 'revoked' });
     assert.equal((await store.consume(bystander.familyId, bystander.digest)).outcome, 'consumed');
+  });
+
+  test('no token is saved into a revoked family, not even after its first tokens expire', async () => {
+    const family = randomUUID();
+    const first = await issue(store, grant({ familyId: family, expiresAt: Date.now() + 300 }));
+    await store.revokeFamily(family);
+    // A refresh that consumed its token just before the revocation now saves its successor.
+    const late = digest();
+    assert.equal(await store.save(late, grant({ familyId: family, expiresAt: Date.now() + 60_000 })), false);
+    await sleep(450);
+    assert.deepEqual(await store.consume(family, late), { outcome: 'unknown' });
+    assert.notEqual((await store.consume(family, first.digest)).outcome, 'consumed');
   });
 
   test('revokeFamily of an unknown family is harmless', async () => {

@@ -1,7 +1,7 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { PasswordHasher } from '../../accounts/password-hasher.ts';
 import type { GrantType } from '../../config.ts';
-import { InvalidRequest } from '../../errors.ts';
+import { InvalidGrant, InvalidRequest } from '../../errors.ts';
 import { compileValidator, type Validator } from '../../http/validate.ts';
 import type { OAuthClient, Stores } from '../../stores/types.ts';
 import type { AccessTokenService, TokenSubject } from '../access-token.ts';
@@ -54,6 +54,8 @@ export async function issueTokens(
     client: OAuthClient;
     scope: string;
     familyId?: string;
+    /** The refresh token this issue rotates. */
+    replaces?: string;
     withRefreshToken: boolean;
   },
 ): Promise<TokenResponse> {
@@ -65,13 +67,17 @@ export async function issueTokens(
     access_token: access.token,
   };
   if (grant.withRefreshToken && subject.kind !== 'client') {
-    response.refresh_token = await deps.refreshTokens.issueRefreshToken({
+    const refreshToken = await deps.refreshTokens.issueRefreshToken({
       familyId: grant.familyId,
+      replaces: grant.replaces,
       clientId: client.id,
       accountKind: subject.kind,
       subject: subject.id,
       scope,
     });
+    // Revoked while this refresh ran (reuse detected, password changed): no tokens at all.
+    if (refreshToken === null) throw new InvalidGrant('Invalid refresh token');
+    response.refresh_token = refreshToken;
   }
   return response;
 }

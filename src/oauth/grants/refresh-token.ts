@@ -6,25 +6,32 @@ import { clientParameters, type Grant, issueTokens, parameterValidator } from '.
 const parameters = Type.Object({
   grant_type: Type.Literal('refresh_token'),
   ...clientParameters,
-  scope: Type.String({ description: 'Must not exceed the scope originally granted.' }),
+  scope: Type.Optional(
+    Type.String({ description: 'Must not exceed the scope originally granted; omitted, it is that scope.' }),
+  ),
   refresh_token: Type.String({ minLength: 1, maxLength: 512 }),
 });
 const validate = parameterValidator<Static<typeof parameters>>(parameters);
 
 /**
  * RFC 6749 §6 with rotation and reuse detection (RFC 9700 §4.14.2): every refresh consumes
- * the presented token and issues a new one in the same family; a token presented a second
- * time means it leaked, so the whole family is revoked.
+ * the presented token and issues a new one in the same family; a token presented again after
+ * it was rotated means it leaked, so the whole family is revoked.
  */
 export const refreshTokenGrant: Grant = {
   type: 'refresh_token',
   parameters,
   async handle(params, client, deps) {
     const { refresh_token: token, scope: requestedScope } = validate.check(params);
-    const scope = await resolveScope(requestedScope, deps.stores.scopes);
+    // RFC 6749 §6: an omitted scope means the scope originally granted.
+    const requested =
+      requestedScope === undefined ? undefined : await resolveScope(requestedScope, deps.stores.scopes);
     const result = await deps.refreshTokens.consumeRefreshToken(token);
     if (result.outcome === 'unknown' || result.outcome === 'revoked')
       throw new InvalidGrant('Invalid refresh token');
+    // Another request is refreshing with this very token (a double submit): it wins, this one
+    // fails, and nothing is revoked, since nothing leaked.
+    if (result.outcome === 'in-flight') throw new InvalidGrant('Refresh token is already being used');
     const { grant } = result;
     if (result.outcome === 'reused') {
       await deps.refreshTokens.revokeFamily(grant.familyId);
@@ -35,6 +42,7 @@ export const refreshTokenGrant: Grant = {
       await deps.refreshTokens.revokeFamily(grant.familyId);
       throw new InvalidGrant('Refresh token was issued to another client');
     }
+    const scope = requested ?? grant.scope;
     if (!isWithin(scope, grant.scope)) throw new InvalidScope();
     const accounts = grant.accountKind === 'admin' ? deps.stores.admins : deps.stores.users;
     const account = await accounts.findById(grant.subject);
@@ -44,6 +52,7 @@ export const refreshTokenGrant: Grant = {
       client,
       scope,
       familyId: grant.familyId,
+      replaces: token,
       withRefreshToken: true,
     });
   },

@@ -2,7 +2,7 @@ import type { AccountKind, ConsumeResult, RefreshTokenGrant, RefreshTokenStore }
 
 interface StoredToken {
   grant: RefreshTokenGrant;
-  used: boolean;
+  state: 'unused' | 'consumed' | 'rotated';
 }
 
 /**
@@ -23,9 +23,12 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     this.#now = now;
   }
 
-  async save(tokenDigest: string, grant: RefreshTokenGrant): Promise<void> {
+  async save(tokenDigest: string, grant: RefreshTokenGrant, replacesDigest?: string): Promise<boolean> {
     this.#sweep();
-    this.#tokens.set(tokenDigest, { grant: { ...grant }, used: false });
+    if (this.#isRevoked(grant.familyId)) return false;
+    this.#tokens.set(tokenDigest, { grant: { ...grant }, state: 'unused' });
+    const replaced = replacesDigest === undefined ? undefined : this.#tokens.get(replacesDigest);
+    if (replaced?.grant.familyId === grant.familyId) replaced.state = 'rotated';
     this.#familyExpiry.set(
       grant.familyId,
       Math.max(grant.expiresAt, this.#familyExpiry.get(grant.familyId) ?? 0),
@@ -34,6 +37,7 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     const families = this.#familiesBySubject.get(key) ?? new Set<string>();
     families.add(grant.familyId);
     this.#familiesBySubject.set(key, families);
+    return true;
   }
 
   async consume(familyId: string, tokenDigest: string): Promise<ConsumeResult> {
@@ -42,8 +46,9 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
       return { outcome: 'unknown' };
     }
     if (this.#isRevoked(familyId)) return { outcome: 'revoked' };
-    if (stored.used) return { outcome: 'reused', grant: { ...stored.grant } };
-    stored.used = true;
+    if (stored.state === 'consumed') return { outcome: 'in-flight' };
+    if (stored.state === 'rotated') return { outcome: 'reused', grant: { ...stored.grant } };
+    stored.state = 'consumed';
     return { outcome: 'consumed', grant: { ...stored.grant } };
   }
 

@@ -5,9 +5,11 @@ import type { AccountKind, ConsumeResult, RefreshTokenGrant, RefreshTokenStore }
 /**
  * Refresh tokens in Redis. Key layout (P = prefix, default `rt:`):
  *
- *   P{familyId}:t:<digest>   hash {grant: JSON, exp: ms, used: 0|1}, PEXPIREAT grant.expiresAt
+ *   P{familyId}:t:<digest>   hash {grant: JSON, exp: ms, used: 0 unused | 1 consumed | 2 rotated},
+ *                            PEXPIREAT grant.expiresAt
  *   P{familyId}:exp          the family's latest expiry (ms), expiring at that moment
- *   P{familyId}:revoked      revocation marker, expiring with the family's latest token
+ *   P{familyId}:revoked      revocation marker, expiring with the family's latest token;
+ *                            no token is saved into a family while it exists
  *   Ps:{kind:subject}        set of family ids issued to one account
  *
  * The `{...}` hash tags put all of a family's keys in one cluster slot, so each family
@@ -19,13 +21,19 @@ const CONSUME = `
 local t = redis.call('HMGET', KEYS[1], 'grant', 'exp', 'used')
 if not t[1] or tonumber(t[2]) <= tonumber(ARGV[1]) then return {'unknown'} end
 if redis.call('EXISTS', KEYS[2]) == 1 then return {'revoked'} end
-if t[3] == '1' then return {'reused', t[1]} end
+if t[3] == '1' then return {'in-flight'} end
+if t[3] == '2' then return {'reused', t[1]} end
 redis.call('HSET', KEYS[1], 'used', '1')
 return {'consumed', t[1]}
 `;
 
-/** Stores an unused token and raises the family's expiry to cover it. */
+/**
+ * Stores an unused token and raises the family's expiry to cover it, and marks the token it
+ * replaces (KEYS[4], when given) rotated; nothing goes into a revoked family.
+ */
 const SAVE = `
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+if KEYS[4] and redis.call('EXISTS', KEYS[4]) == 1 then redis.call('HSET', KEYS[4], 'used', '2') end
 redis.call('HSET', KEYS[1], 'grant', ARGV[1], 'exp', ARGV[2], 'used', '0')
 redis.call('PEXPIREAT', KEYS[1], ARGV[2])
 if tonumber(ARGV[2]) > tonumber(redis.call('GET', KEYS[2]) or '0') then
@@ -83,7 +91,7 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
     this.#now = options.now ?? Date.now;
   }
 
-  async save(tokenDigest: string, grant: RefreshTokenGrant): Promise<void> {
+  async save(tokenDigest: string, grant: RefreshTokenGrant, replacesDigest?: string): Promise<boolean> {
     // Index the family under its account first: if the second step fails, the set only holds
     // a family with no token, whereas the other order could leave a token revokeSubject misses.
     await this.#run(
@@ -92,11 +100,17 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
       [grant.familyId, grant.expiresAt],
     );
     const family = this.#familyKey(grant.familyId);
-    await this.#run(
+    const saved = await this.#run(
       SCRIPTS.save,
-      [`${family}:t:${tokenDigest}`, `${family}:exp`],
+      [
+        `${family}:t:${tokenDigest}`,
+        `${family}:exp`,
+        `${family}:revoked`,
+        ...(replacesDigest === undefined ? [] : [`${family}:t:${replacesDigest}`]),
+      ],
       [JSON.stringify(grant), grant.expiresAt],
     );
+    return saved === 1;
   }
 
   async consume(familyId: string, tokenDigest: string): Promise<ConsumeResult> {
@@ -113,7 +127,7 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
     if ((outcome === 'consumed' || outcome === 'reused') && typeof grantJson === 'string') {
       return { outcome, grant: JSON.parse(grantJson) as RefreshTokenGrant };
     }
-    if (outcome === 'revoked') return { outcome };
+    if (outcome === 'revoked' || outcome === 'in-flight') return { outcome };
     return { outcome: 'unknown' };
   }
 
