@@ -1,5 +1,6 @@
 import { InvalidToken } from '../errors.ts';
 import type { AccessTokenService } from '../oauth/access-token.ts';
+import { credentialStamp } from '../oauth/credential-stamp.ts';
 import type { Stores } from '../stores/types.ts';
 import type { Identity } from './route.ts';
 
@@ -18,7 +19,7 @@ export function createAuthenticator(
     if (authorization === undefined) return GUEST;
     const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(authorization);
     if (!match?.[1]) throw new InvalidToken('Authorization header is not a Bearer token');
-    const { subject, clientId } = await accessTokens.verifyAccessToken(match[1]);
+    const { subject, clientId, credentialStamp: stamp } = await accessTokens.verifyAccessToken(match[1]);
     if (subject.kind === 'client') {
       const client = await stores.clients.findByName(clientId);
       if (!client || client.id !== subject.id) throw new InvalidToken('Client no longer exists');
@@ -26,6 +27,8 @@ export function createAuthenticator(
     }
     const account = await (subject.kind === 'admin' ? stores.admins : stores.users).findById(subject.id);
     if (account?.status !== 'active') throw new InvalidToken('Account is not active');
+    if (stamp !== credentialStamp(account.passwordHash))
+      throw new InvalidToken('Password changed since the token was issued');
     return subject.kind === 'admin' ? { role: 'admin', account } : { role: 'user', account };
   };
 }

@@ -18,6 +18,8 @@ export interface AccessTokenClaims {
   subject: TokenSubject;
   clientId: string;
   scope: string;
+  /** The credential stamp of an account subject (see credential-stamp.ts); none for clients. */
+  credentialStamp?: string;
 }
 
 export interface IssuedAccessToken {
@@ -53,6 +55,7 @@ export function createAccessTokenService(options: {
       client_id: claims.clientId,
       scope: claims.scope,
       kind: claims.subject.kind,
+      ...(claims.credentialStamp === undefined ? {} : { cst: claims.credentialStamp }),
     })
       .setProtectedHeader({ alg: algorithm, typ: ACCESS_TOKEN_TYPE, kid: keys.keyId })
       .setIssuer(issuer)
@@ -86,12 +89,13 @@ export function createAccessTokenService(options: {
     } catch (error) {
       throw new InvalidToken(reasonFor(error));
     }
-    const { sub, client_id: clientId, scope, kind, exp } = payload;
+    const { sub, client_id: clientId, scope, kind, exp, cst } = payload;
     if (
       typeof sub !== 'string' ||
       typeof clientId !== 'string' ||
       typeof scope !== 'string' ||
-      !isSubjectKind(kind)
+      !isSubjectKind(kind) ||
+      (kind !== 'client' && typeof cst !== 'string')
     ) {
       throw new InvalidToken('Token claims are invalid');
     }
@@ -100,6 +104,7 @@ export function createAccessTokenService(options: {
       subject: Object.freeze({ kind, id: sub }),
       clientId,
       scope,
+      ...(typeof cst === 'string' ? { credentialStamp: cst } : {}),
     });
     if (typeof exp === 'number') {
       if (verified.size >= VERIFIED_TOKENS_KEPT) verified.delete(verified.keys().next().value ?? '');

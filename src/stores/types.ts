@@ -85,6 +85,8 @@ export interface RefreshTokenGrant {
   accountKind: AccountKind;
   subject: string;
   scope: string;
+  /** The account's credential stamp at login: the token dies when the password changes. */
+  credentialStamp: string;
   /** Epoch milliseconds. */
   expiresAt: number;
 }

@@ -122,6 +122,24 @@ for (const backend of backends()) {
       assert.equal(response.body.error, 'invalid_request');
     });
 
+    test('tokens verified against a password hash that has since changed are refused, without any revocation', async () => {
+      // What a login racing a password change leaves behind: tokens stamped with the old hash.
+      const tokens = await login();
+      const account = await server.app.stores.users.findByIdentity(SEEDED_USER.username);
+      assert.ok(account);
+      await server.app.stores.users.update(account.id, { passwordHash: `${account.passwordHash}-changed` });
+      try {
+        const read = await request(server.url, 'GET', `/users/${account.id}`, { token: tokens.access_token });
+        assert.equal(read.status, 401);
+        assert.equal(read.body.detail, 'Password changed since the token was issued');
+        const refresh = await refreshGrant(server.url, FRONTEND_CLIENT, tokens.refresh_token);
+        assert.equal(refresh.status, 400);
+        assert.equal(refresh.body.error, 'invalid_grant');
+      } finally {
+        await server.app.stores.users.update(account.id, { passwordHash: account.passwordHash });
+      }
+    });
+
     test('an account deactivated since login cannot refresh', async () => {
       const { refresh_token } = await login();
       const account = await server.app.stores.users.findByIdentity(SEEDED_USER.username);

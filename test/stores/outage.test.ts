@@ -84,6 +84,7 @@ describe('Redis outage', {
       accountKind: 'user' as const,
       subject: randomUUID(),
       scope: 'profile',
+      credentialStamp: 'stamp',
       expiresAt: Date.now() + 60_000,
     };
     await stores.refreshTokens.save('d1', grant);

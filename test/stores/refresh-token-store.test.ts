@@ -29,6 +29,7 @@ function grant(overrides: Partial<RefreshTokenGrant> = {}): RefreshTokenGrant {
     accountKind: 'user',
     subject: randomUUID(),
     scope: 'profile email',
+    credentialStamp: 'stamp-of-the-password-hash',
     expiresAt: Date.now() + 60_000,
     ...overrides,
   };

@@ -108,7 +108,8 @@ export function ownAccountRoutes(resource: AccountResource): AnyRoute[] {
       method: 'PATCH',
       path: `${base}/my-account`,
       name: `${prefix}::update-own`,
-      summary: 'Change own names and/or password (with currentPassword; ends the other sessions)',
+      summary:
+        'Change own names and/or password (with currentPassword; a new password ends every session, this one too)',
       tags: [tag],
       permission: [holder],
       body: OwnProfileBody,

@@ -3,8 +3,8 @@ import type { PasswordHasher } from '../../accounts/password-hasher.ts';
 import type { GrantType } from '../../config.ts';
 import { InvalidGrant, InvalidRequest } from '../../errors.ts';
 import { compileValidator, type Validator } from '../../http/validate.ts';
-import type { OAuthClient, Stores } from '../../stores/types.ts';
-import type { AccessTokenService, TokenSubject } from '../access-token.ts';
+import type { AccountKind, OAuthClient, Stores } from '../../stores/types.ts';
+import type { AccessTokenService } from '../access-token.ts';
 import type { RefreshTokenService } from '../refresh-token.ts';
 
 /** RFC 6749 §5.1. `refresh_token` is absent for the client credentials grant (§4.4.3). */
@@ -47,10 +47,14 @@ export function parameterValidator<T>(schema: TSchema): Validator<T> {
   });
 }
 
+/** Who the tokens are for: a machine client, or an account with its current credential stamp. */
+export type TokenHolder =
+  | { subject: { kind: 'client'; id: string } }
+  | { subject: { kind: AccountKind; id: string }; credentialStamp: string };
+
 export async function issueTokens(
   deps: GrantDependencies,
-  grant: {
-    subject: TokenSubject;
+  grant: TokenHolder & {
     client: OAuthClient;
     scope: string;
     familyId?: string;
@@ -60,20 +64,27 @@ export async function issueTokens(
   },
 ): Promise<TokenResponse> {
   const { subject, client, scope } = grant;
-  const access = await deps.accessTokens.issueAccessToken({ subject, clientId: client.name, scope });
+  const credentialStamp = 'credentialStamp' in grant ? grant.credentialStamp : undefined;
+  const access = await deps.accessTokens.issueAccessToken({
+    subject,
+    clientId: client.name,
+    scope,
+    credentialStamp,
+  });
   const response: TokenResponse = {
     token_type: 'Bearer',
     expires_in: access.expiresIn,
     access_token: access.token,
   };
-  if (grant.withRefreshToken && subject.kind !== 'client') {
+  if (grant.withRefreshToken && 'credentialStamp' in grant) {
     const refreshToken = await deps.refreshTokens.issueRefreshToken({
       familyId: grant.familyId,
       replaces: grant.replaces,
       clientId: client.id,
-      accountKind: subject.kind,
-      subject: subject.id,
+      accountKind: grant.subject.kind,
+      subject: grant.subject.id,
       scope,
+      credentialStamp: grant.credentialStamp,
     });
     // Revoked while this refresh ran (reuse detected, password changed): no tokens at all.
     if (refreshToken === null) throw new InvalidGrant('Invalid refresh token');

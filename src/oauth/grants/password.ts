@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { InvalidGrant } from '../../errors.ts';
+import { credentialStamp } from '../credential-stamp.ts';
 import { resolveScope } from '../scope.ts';
 import { clientParameters, type Grant, issueTokens, parameterValidator } from './grant.ts';
 
@@ -33,6 +34,8 @@ export const passwordGrant: Grant = {
     if (account.status !== 'active') throw new InvalidGrant();
     return issueTokens(deps, {
       subject: { kind: client.accountKind, id: account.id },
+      // The hash this login was verified against: should it change meanwhile, these tokens die.
+      credentialStamp: credentialStamp(account.passwordHash),
       client,
       scope,
       withRefreshToken: true,

@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { InvalidGrant, InvalidScope } from '../../errors.ts';
+import { credentialStamp } from '../credential-stamp.ts';
 import { isWithin, resolveScope } from '../scope.ts';
 import { clientParameters, type Grant, issueTokens, parameterValidator } from './grant.ts';
 
@@ -47,10 +48,14 @@ export const refreshTokenGrant: Grant = {
     const accounts = grant.accountKind === 'admin' ? deps.stores.admins : deps.stores.users;
     const account = await accounts.findById(grant.subject);
     if (account?.status !== 'active') throw new InvalidGrant('Invalid credentials');
+    // The password changed since this family's login: the session ended with it.
+    if (grant.credentialStamp !== credentialStamp(account.passwordHash))
+      throw new InvalidGrant('Invalid credentials');
     return issueTokens(deps, {
       subject: { kind: grant.accountKind, id: account.id },
       client,
       scope,
+      credentialStamp: grant.credentialStamp,
       familyId: grant.familyId,
       replaces: token,
       withRefreshToken: true,
