@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { NotFound } from '../errors.ts';
+import { NotFound, ServiceUnavailable, ValidationFailed } from '../errors.ts';
 import type { Mailer, MailMessage } from '../mail/mailer.ts';
 import { activationMessage, identityReminderMessage, passwordResetMessage } from '../mail/messages.ts';
 import type { OneTimeTokenPurpose, OneTimeTokenStore } from '../stores/one-time-tokens.ts';
@@ -13,7 +13,7 @@ export interface AccountFlowsOptions {
   users: AccountStore;
   refreshTokens: Pick<RefreshTokenStore, 'revokeSubject'>;
   oneTimeTokens: OneTimeTokenStore;
-  passwords: Pick<PasswordHasher, 'hash'>;
+  passwords: Pick<PasswordHasher, 'hash' | 'verify'>;
   mailer: Mailer;
   appName: string;
   /** `{base_url}`: mail links are `{appUrl}/account/activate/{hash}` and `{appUrl}/account/reset-password/{hash}`. */
@@ -93,10 +93,31 @@ export function createAccountFlows(options: AccountFlowsOptions) {
     return { token, invalid };
   }
 
+  /** A new registration of a still-pending address: it replaces the old one, links included. */
+  async function replaceRegistration(
+    pending: Account,
+    registration: Pick<Account, 'passwordHash' | 'firstName' | 'lastName' | 'updatedAt'>,
+  ): Promise<Account> {
+    const replaced = await users.update(pending.id, registration);
+    if (!replaced) throw new ServiceUnavailable('The registration changed meanwhile; try again');
+    await oneTimeTokens.deleteForAccount(pending.id, 'activation');
+    try {
+      await sendActivation(replaced);
+    } catch (error) {
+      const { passwordHash, firstName, lastName, updatedAt } = pending;
+      await users.update(pending.id, { passwordHash, firstName, lastName, updatedAt }).catch(() => undefined);
+      throw error;
+    }
+    return replaced;
+  }
+
   return {
     /**
-     * Creates a pending user and mails the activation link. Throws DuplicateIdentity (409)
-     * when the address is taken; when the mail fails the account is removed again (503).
+     * Creates a pending user and mails the activation link. Registering an address that is
+     * still pending replaces that registration (password, names; earlier links die), so
+     * nobody can squat an address they cannot receive mail at. Throws DuplicateIdentity (409)
+     * when an activated account has the address. When the mail fails, nothing of this
+     * registration remains (503).
      */
     async register(input: {
       identity: string;
@@ -107,16 +128,21 @@ export function createAccountFlows(options: AccountFlowsOptions) {
     }): Promise<Account> {
       assertNewPasswordAcceptable({ ...input, confirmRequired: true });
       const time = now();
-      const account: Account = {
-        id: randomUUID(),
-        identity: input.identity,
+      const registration = {
         passwordHash: await passwords.hash(input.password),
         firstName: cleanName(input.firstName) ?? null,
         lastName: cleanName(input.lastName) ?? null,
+        updatedAt: time,
+      };
+      const pending = await users.findByIdentity(input.identity);
+      if (pending?.status === 'pending') return replaceRegistration(pending, registration);
+      const account: Account = {
+        id: randomUUID(),
+        identity: input.identity,
+        ...registration,
         status: 'pending',
         roles: [],
         createdAt: time,
-        updatedAt: time,
       };
       await users.create(account);
       try {
@@ -134,11 +160,22 @@ export function createAccountFlows(options: AccountFlowsOptions) {
       if (account?.status === 'pending') await sendActivation(account);
     },
 
-    /** Uses up the activation link and activates its account. 404 when the link is no good. */
-    async activate(hash: string): Promise<Account> {
-      const { token, invalid } = await linkToken('activation', hash, 'consume');
+    /**
+     * Activates the account of the link. The link proves the mailbox, the password proves the
+     * registrant: both are needed, so an address registered by someone else cannot be taken
+     * over by its owner clicking the link (nor the other way round). 404 when the link is no
+     * good; a wrong password leaves the link usable.
+     */
+    async activate(hash: string, password: string): Promise<Account> {
+      const { token: found, invalid } = await linkToken('activation', hash, 'find');
+      const registered = await users.findById(found.accountId);
+      if (registered?.status !== 'pending') throw invalid;
+      if (!(await passwords.verify(password, registered.passwordHash))) {
+        throw new ValidationFailed({ password: ['Does not match the password chosen at registration'] });
+      }
+      const { token } = await linkToken('activation', hash, 'consume');
       const account = await users.findById(token.accountId);
-      if (account?.status !== 'pending') throw invalid;
+      if (account?.status !== 'pending' || account.passwordHash !== registered.passwordHash) throw invalid;
       const activated = await users.update(account.id, { status: 'active', updatedAt: now() });
       if (!activated) throw invalid;
       await oneTimeTokens.deleteForAccount(account.id, 'activation');

@@ -90,6 +90,17 @@ export const RegisterBody = body(
 
 export const EmailBody = body({ email: EmailIdentity }, 'The e-mail address of a user account');
 
+export const ActivationBody = body(
+  {
+    password: Type.String({
+      minLength: 1,
+      maxLength: PASSWORD_MAX_LENGTH,
+      errorMessage: 'Must be the password chosen at registration',
+    }),
+  },
+  'The password chosen at registration: the link proves the mailbox, the password the registrant',
+);
+
 export const PasswordResetBody = body(
   { password: NewPassword, passwordConfirm: PasswordConfirm },
   'The new password, twice',

@@ -59,7 +59,7 @@ export async function registerAndActivate(
     lastMailTo(await readMailDir(server.logDir), identity).parsed,
     '/account/activate/',
   );
-  const activated = await request(server.url, 'PATCH', path);
+  const activated = await request(server.url, 'PATCH', path, { json: { password } });
   assert.equal(activated.status, 200, JSON.stringify(activated.body));
   return String(registered.body.id);
 }

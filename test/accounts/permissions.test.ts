@@ -53,6 +53,7 @@ const CASES: Case[] = [
   {
     route: 'PATCH /account/activate/{hash}',
     path: () => `/account/activate/${HASH}`,
+    body: () => ({ password: PASSWORD }),
     expect: ALL(404),
   },
   {

@@ -49,14 +49,14 @@ for (const backend of backends()) {
       assert.ok(String(mail.html).includes(link.url), 'the HTML part carries the same link');
       assert.match(mail.text ?? '', /Hello Ada Lovelace/);
 
-      const activated = await request(server.url, 'PATCH', link.path);
+      const activated = await request(server.url, 'PATCH', link.path, { json: { password: PASSWORD } });
       assert.equal(activated.status, 200);
       assert.equal(activated.headers.get('content-type'), 'application/hal+json');
       assert.equal(activated.body.status, 'active');
       assert.equal(activated.body.id, response.body.id);
       assert.ok(await canUserLogin(server.url, identity));
 
-      const again = await request(server.url, 'PATCH', link.path);
+      const again = await request(server.url, 'PATCH', link.path, { json: { password: PASSWORD } });
       assert.equal(again.status, 404, 'an activation link works once');
       assert.match(String(again.body.detail), /invalid, has expired or was already used/);
     });
@@ -150,6 +150,7 @@ for (const backend of backends()) {
         server.url,
         'PATCH',
         linkIn(lastMailTo(sent, pending).parsed, '/account/activate/').path,
+        { json: { password: PASSWORD } },
       );
       assert.equal(activated.status, 200);
       const invalid = await request(server.url, 'POST', '/account/activate', { json: { email: 'nope' } });
@@ -157,17 +158,55 @@ for (const backend of backends()) {
       assert.ok((invalid.body.errors as Record<string, unknown>).email);
     });
 
+    test('an address registered by someone else cannot be taken over: the owner re-registers it', async () => {
+      const identity = 'victim@example.com';
+      const attacker = 'attacker-chosen-password';
+      assert.equal((await register({ identity, password: attacker, passwordConfirm: attacker })).status, 201);
+      const attackerLink = linkIn(lastMailTo(await mails(), identity).parsed, '/account/activate/');
+      // The owner, getting the attacker's mail, cannot activate it with a password of their own.
+      const refused = await request(server.url, 'PATCH', attackerLink.path, { json: { password: PASSWORD } });
+      assert.equal(refused.status, 400);
+      assert.ok((refused.body.errors as Record<string, unknown>).password);
+      // Registering the still-pending address again replaces that registration and its links.
+      const again = await register({ identity, password: PASSWORD, passwordConfirm: PASSWORD });
+      assert.equal(again.status, 201);
+      const gone = await request(server.url, 'PATCH', attackerLink.path, { json: { password: attacker } });
+      assert.equal(gone.status, 404, "the attacker's link died with the registration it belonged to");
+      const ownerLink = linkIn(lastMailTo(await mails(), identity).parsed, '/account/activate/');
+      const activated = await request(server.url, 'PATCH', ownerLink.path, { json: { password: PASSWORD } });
+      assert.equal(activated.status, 200);
+      assert.ok(await canUserLogin(server.url, identity, PASSWORD));
+      assert.equal(await canUserLogin(server.url, identity, attacker), false);
+      // Once active, the address is taken.
+      assert.equal((await register({ identity, password: attacker, passwordConfirm: attacker })).status, 409);
+    });
+
+    test('a wrong password at activation leaves the link usable', async () => {
+      const identity = 'typo@example.com';
+      await register({ identity, password: PASSWORD, passwordConfirm: PASSWORD });
+      const { path } = linkIn(lastMailTo(await mails(), identity).parsed, '/account/activate/');
+      assert.equal(
+        (await request(server.url, 'PATCH', path, { json: { password: 'not-it-at-all' } })).status,
+        400,
+      );
+      assert.equal((await request(server.url, 'PATCH', path, { json: { password: PASSWORD } })).status, 200);
+    });
+
     test('one activation link used by concurrent requests: exactly one succeeds', async () => {
       const identity = 'race@example.com';
       await register({ identity, password: PASSWORD, passwordConfirm: PASSWORD });
       const { path } = linkIn(lastMailTo(await mails(), identity).parsed, '/account/activate/');
-      const answers = await Promise.all(Array.from({ length: 5 }, () => request(server.url, 'PATCH', path)));
+      const answers = await Promise.all(
+        Array.from({ length: 5 }, () => request(server.url, 'PATCH', path, { json: { password: PASSWORD } })),
+      );
       assert.deepEqual(answers.map((a) => a.status).sort(), [200, 404, 404, 404, 404]);
     });
 
     test('malformed, unknown and expired activation links are 404', async () => {
       for (const hash of ['short', 'A'.repeat(43), `${'A'.repeat(42)}!`]) {
-        const response = await request(server.url, 'PATCH', `/account/activate/${encodeURIComponent(hash)}`);
+        const response = await request(server.url, 'PATCH', `/account/activate/${encodeURIComponent(hash)}`, {
+          json: { password: PASSWORD },
+        });
         assert.equal(response.status, 404, hash);
       }
       const identity = 'late@example.com';
@@ -175,7 +214,7 @@ for (const backend of backends()) {
       const { path } = linkIn(lastMailTo(await mails(), identity).parsed, '/account/activate/');
       // ACTIVATION_TTL defaults to 24 hours.
       mock.timers.enable({ apis: ['Date'], now: Date.now() + 24 * HOUR + 60_000 });
-      assert.equal((await request(server.url, 'PATCH', path)).status, 404);
+      assert.equal((await request(server.url, 'PATCH', path, { json: { password: PASSWORD } })).status, 404);
       mock.timers.reset();
       assert.equal((await server.app.stores.users.findByIdentity(identity))?.status, 'pending');
     });

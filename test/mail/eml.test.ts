@@ -38,7 +38,7 @@ describe('mail without SMTP_URL: .eml files under <LOG_DIR>/mail', () => {
     // The README's walk-through greps the raw file for this line: no encoding may wrap it.
     const raw = await readFile(file, 'utf8');
     assert.ok(raw.includes(`Activation code: ${link.hash}`), 'the code line is greppable in the raw file');
-    const activated = await request(server.url, 'PATCH', link.path);
+    const activated = await request(server.url, 'PATCH', link.path, { json: { password: PASSWORD } });
     assert.equal(activated.status, 200);
   });
 

@@ -49,7 +49,7 @@ for (const backend of backends()) {
       assert.ok(String(mail.parsed.html).includes(link.url));
 
       assert.equal(await canUserLogin(server.url, identity), false);
-      const activated = await request(server.url, 'PATCH', link.path);
+      const activated = await request(server.url, 'PATCH', link.path, { json: { password: PASSWORD } });
       assert.equal(activated.status, 200);
       assert.ok(await canUserLogin(server.url, identity));
     });
@@ -74,7 +74,10 @@ for (const backend of backends()) {
       assert.equal((await register(identity)).status, 503);
       const link = linkIn(lastMailTo(smtp.refused, identity).parsed, '/account/activate/');
       assert.equal(await server.app.stores.users.findByIdentity(identity), null);
-      assert.equal((await request(server.url, 'PATCH', link.path)).status, 404);
+      assert.equal(
+        (await request(server.url, 'PATCH', link.path, { json: { password: PASSWORD } })).status,
+        404,
+      );
     });
 
     test('a failed reset mail leaves no usable link and the password unchanged', async () => {
@@ -113,7 +116,10 @@ for (const backend of backends()) {
       const failed = await request(server.url, 'POST', '/account/activate', { json: { email: identity } });
       assert.equal(failed.status, 503);
       const link = linkIn(lastMailTo(smtp.refused, identity).parsed, '/account/activate/');
-      assert.equal((await request(server.url, 'PATCH', link.path)).status, 404);
+      assert.equal(
+        (await request(server.url, 'PATCH', link.path, { json: { password: PASSWORD } })).status,
+        404,
+      );
       assert.equal((await server.app.stores.users.findByIdentity(identity))?.status, 'pending');
     });
 

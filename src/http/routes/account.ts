@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { AccountFlows } from '../../accounts/account-flows.ts';
 import { viewAccount } from '../../accounts/representation.ts';
-import { EmailBody, PasswordResetBody, RegisterBody } from '../../accounts/schemas.ts';
+import { ActivationBody, EmailBody, PasswordResetBody, RegisterBody } from '../../accounts/schemas.ts';
 import { HAL_JSON, halResource } from '../hal.ts';
 import { type AnyRoute, defineRoute, type Reply } from '../route.ts';
 import { AccountSchema, problems } from '../schemas.ts';
@@ -75,15 +75,17 @@ export function accountRoutes(flows: AccountFlows): AnyRoute[] {
       method: 'PATCH',
       path: '/account/activate/:hash',
       name: 'account::activate',
-      summary: 'Activate the account of a mailed activation link (single use)',
+      summary:
+        'Activate the account of a mailed activation link (single use), with the password chosen at registration',
       tags: ['account'],
       permission: 'public',
+      body: ActivationBody,
       responses: {
         200: { description: 'The activated account', schema: AccountSchema, contentType: HAL_JSON },
-        ...problems(404, 503),
+        ...problems(400, 404, 413, 415, 503),
       },
-      async handler({ params }) {
-        const account = await flows.activate(params.hash ?? '');
+      async handler({ params, body }) {
+        const account = await flows.activate(params.hash ?? '', body.password);
         return {
           status: 200,
           contentType: HAL_JSON,
