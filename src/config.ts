@@ -157,10 +157,15 @@ function readConfigFile(path: string | undefined): ConfigFile {
   const file = parsed as ConfigFile;
   for (const [route, headers] of Object.entries(file.responseHeaders ?? {})) {
     for (const [name, value] of Object.entries(headers)) {
-      if (typeof value !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
+      // RFC 9110 §5.1 token names and §5.5 field values: a bad one would fail every response.
+      if (
+        typeof value !== 'string' ||
+        !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) ||
+        !/^[\t\x20-\x7e\x80-\xff]*$/.test(value)
+      ) {
         throw new ConfigError(
           'CONFIG_FILE',
-          `responseHeaders.${route}.${name} must be a header name with a string value`,
+          `responseHeaders.${route}.${name} must be a header name with a printable string value`,
         );
       }
     }

@@ -41,6 +41,18 @@ describe('configuration', () => {
     });
   }
 
+  test('a CONFIG_FILE header value with control characters stops the start', async () => {
+    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const file = join(mkdtempSync(join(tmpdir(), 'cfg-')), 'config.json');
+    writeFileSync(file, JSON.stringify({ responseHeaders: { '*': { 'X-Bad': 'a\u0000b' } } }));
+    assert.throws(
+      () => loadConfig({ CONFIG_FILE: file }, pkg),
+      (error: unknown) => error instanceof ConfigError && error.message.includes('X-Bad'),
+    );
+  });
+
   test('a connection URL is never echoed in an error (it may carry a password)', () => {
     assert.throws(
       () => loadConfig({ REDIS_URL: 'http://user:s3cret@host' }, pkg),
