@@ -24,42 +24,63 @@ interface Pending {
 
 export function createPasswordHasher(options: { cost: number; threads: number }): PasswordHasher {
   const workerUrl = new URL('./password-hasher.worker.ts', import.meta.url);
-  const threads = Array.from({ length: Math.max(1, options.threads) }, () => startThread());
   const pending = new Map<number, Pending>();
-  const idle: Worker[] = [...threads];
+  /** The job each busy thread is running, so a thread that dies fails only its own job. */
+  const running = new Map<Worker, number>();
+  const idle: Worker[] = [];
   const queue: { id: number; job: Job }[] = [];
+  const threads = new Set<Worker>();
   let nextId = 0;
+  let closing = false;
   // A real hash at the configured cost, so verifyNothing costs what a real verification does.
   const decoy = bcrypt.hashSync('decoy', options.cost);
+  for (let i = 0; i < Math.max(1, options.threads); i++) startThread();
 
-  function startThread(): Worker {
+  function startThread(): void {
     const worker = new Worker(workerUrl);
+    threads.add(worker);
     worker.on('message', (reply: Reply) => {
+      running.delete(worker);
       const waiter = pending.get(reply.id);
       pending.delete(reply.id);
       if (waiter) reply.ok ? waiter.resolve(reply.value) : waiter.reject(new Error(reply.message));
       dispatch(worker);
     });
-    worker.on('error', (error) => {
-      for (const waiter of pending.values()) waiter.reject(error);
-      pending.clear();
+    // A thread that dies (out of memory, a crash) fails its own job and is replaced, so no
+    // request waits forever on a thread that is gone.
+    worker.on('error', () => undefined);
+    worker.on('exit', () => {
+      threads.delete(worker);
+      const at = idle.indexOf(worker);
+      if (at >= 0) idle.splice(at, 1);
+      const id = running.get(worker);
+      running.delete(worker);
+      if (id !== undefined) {
+        pending.get(id)?.reject(new Error('The password hashing thread stopped'));
+        pending.delete(id);
+      }
+      if (!closing) startThread();
     });
-    return worker;
+    dispatch(worker);
   }
 
   function dispatch(worker: Worker): void {
     const next = queue.shift();
-    if (next) worker.postMessage(next);
-    else idle.push(worker);
+    if (!next) {
+      idle.push(worker);
+      return;
+    }
+    running.set(worker, next.id);
+    worker.postMessage(next);
   }
 
   function run(job: Job): Promise<string | boolean> {
     return new Promise((resolve, reject) => {
       const id = nextId++;
       pending.set(id, { resolve, reject });
+      queue.push({ id, job });
       const worker = idle.pop();
-      if (worker) worker.postMessage({ id, job });
-      else queue.push({ id, job });
+      if (worker) dispatch(worker);
     });
   }
 
@@ -74,7 +95,8 @@ export function createPasswordHasher(options: { cost: number; threads: number })
       await run({ op: 'verify', password, hash: decoy });
     },
     async close() {
-      await Promise.all(threads.map((worker) => worker.terminate()));
+      closing = true;
+      await Promise.all([...threads].map((worker) => worker.terminate()));
     },
   };
 }
