@@ -77,6 +77,10 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     for (const [familyId, until] of this.#familyExpiry) if (until <= now) this.#familyExpiry.delete(familyId);
     for (const [familyId, until] of this.#revokedFamilies)
       if (until <= now) this.#revokedFamilies.delete(familyId);
+    for (const [key, families] of this.#familiesBySubject) {
+      for (const familyId of families) if (!this.#familyExpiry.has(familyId)) families.delete(familyId);
+      if (families.size === 0) this.#familiesBySubject.delete(key);
+    }
   }
 }
 
