@@ -18,74 +18,61 @@ interface Recipient {
   lastName: string | null;
 }
 
-export function activationMessage(options: {
+interface LinkMessageOptions {
   appName: string;
   to: Recipient;
   link: string;
   hash: string;
   validForSeconds: number;
-}): MailMessage {
-  const { appName, to, link, hash, validForSeconds } = options;
-  const validity = `The link can be used once and expires in ${duration(validForSeconds)}.`;
-  return {
-    to: to.identity,
-    subject: `Activate your ${appName} account`,
-    text: [
-      `${greeting(to)},`,
-      '',
-      `please confirm your e-mail address to activate your ${appName} account:`,
-      '',
-      link,
-      '',
-      validity,
-      '',
-      `Activation code: ${hash}`,
-      '',
-      'If you did not register, ignore this message and the account stays inactive.',
-    ].join(CRLF),
-    html: html([
-      `<p>${escapeHtml(greeting(to))},</p>`,
-      `<p>please confirm your e-mail address to activate your ${escapeHtml(appName)} account:</p>`,
-      `<p><a href="${escapeHtml(link)}">${escapeHtml(link)}</a></p>`,
-      `<p>${escapeHtml(validity)}</p>`,
-      `<p>Activation code: <code>${escapeHtml(hash)}</code></p>`,
-      '<p>If you did not register, ignore this message and the account stays inactive.</p>',
-    ]),
-  };
 }
 
-export function passwordResetMessage(options: {
-  appName: string;
-  to: Recipient;
-  link: string;
-  hash: string;
-  validForSeconds: number;
-}): MailMessage {
-  const { appName, to, link, hash, validForSeconds } = options;
+export function activationMessage(options: LinkMessageOptions): MailMessage {
+  return linkMessage(options, {
+    subject: `Activate your ${options.appName} account`,
+    intro: `please confirm your e-mail address to activate your ${options.appName} account (you will be asked for the password you registered with):`,
+    codeLabel: 'Activation code',
+    closing: 'If you did not register, ignore this message and the account stays inactive.',
+  });
+}
+
+export function passwordResetMessage(options: LinkMessageOptions): MailMessage {
+  return linkMessage(options, {
+    subject: `Reset your ${options.appName} password`,
+    intro: `someone asked to reset the password of your ${options.appName} account. Choose a new one here:`,
+    codeLabel: 'Reset code',
+    closing: 'If it was not you, ignore this message: your password stays as it is.',
+  });
+}
+
+/** A message carrying a single-use link: greeting, purpose, link, validity, code, closing. */
+function linkMessage(
+  { to, link, hash, validForSeconds }: LinkMessageOptions,
+  words: { subject: string; intro: string; codeLabel: string; closing: string },
+): MailMessage {
   const validity = `The link can be used once and expires in ${duration(validForSeconds)}.`;
   return {
     to: to.identity,
-    subject: `Reset your ${appName} password`,
+    subject: words.subject,
     text: [
       `${greeting(to)},`,
       '',
-      `someone asked to reset the password of your ${appName} account. Choose a new one here:`,
+      words.intro,
       '',
       link,
       '',
       validity,
       '',
-      `Reset code: ${hash}`,
+      `${words.codeLabel}: ${hash}`,
       '',
-      'If it was not you, ignore this message: your password stays as it is.',
+      words.closing,
     ].join(CRLF),
     html: html([
       `<p>${escapeHtml(greeting(to))},</p>`,
-      `<p>someone asked to reset the password of your ${escapeHtml(appName)} account. Choose a new one here:</p>`,
+      `<p>${escapeHtml(words.intro)}</p>`,
       `<p><a href="${escapeHtml(link)}">${escapeHtml(link)}</a></p>`,
       `<p>${escapeHtml(validity)}</p>`,
-      `<p>Reset code: <code>${escapeHtml(hash)}</code></p>`,
-      '<p>If it was not you, ignore this message: your password stays as it is.</p>',
+      `<p>${escapeHtml(words.codeLabel)}: <code>${escapeHtml(hash)}</code></p>`,
+      `<p>${escapeHtml(words.closing)}</p>`,
     ]),
   };
 }
