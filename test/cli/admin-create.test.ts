@@ -1,38 +1,17 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { after, before, describe, test } from 'node:test';
 import { type Backend as BackendServer, onPath, startFerretDb } from '../support/backends.ts';
 import { ADMIN_CLIENT, passwordGrant, request } from '../support/http.ts';
 import { isolatedMongoUrl, startTestServer } from '../support/server.ts';
-import { CLI, type CliResult, isOneLineFailure } from './run-cli.ts';
+import { type CliResult, isOneLineFailure, runCli } from './run-cli.ts';
 
 /** Runs `admin:create` as an operator would, with `input` on standard input (a pipe, not a TTY). */
 function adminCreate(args: string[], input: string, env: Record<string, string> = {}): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'admin:create', ...args], {
-      cwd: tmpdir(),
-      env: { PATH: process.env.PATH ?? '', BCRYPT_COST: '4', BACKEND_STARTUP_TIMEOUT: '10', ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error('admin:create did not exit within 30 s'));
-    }, 30_000);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-    child.stdin.end(input);
+  return runCli(['admin:create', ...args], {
+    cwd: tmpdir(),
+    env: { BCRYPT_COST: '4', BACKEND_STARTUP_TIMEOUT: '10', ...env },
+    input,
   });
 }
 

@@ -15,20 +15,21 @@ export interface CliResult {
  */
 export function runCli(
   args: readonly string[],
-  options: { cwd: string; env?: Record<string, string>; timeoutMs?: number },
+  options: { cwd: string; env?: Record<string, string>; timeoutMs?: number; input?: string },
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
       cwd: options.cwd,
       env: { PATH: process.env.PATH ?? '', ...options.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      // Standard input is a pipe when there is input to give, never a TTY.
+      stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
     });
-    child.stderr.on('data', (chunk: Buffer) => {
+    child.stderr?.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
     });
     const timer = setTimeout(() => {
@@ -40,6 +41,7 @@ export function runCli(
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });
+    if (options.input !== undefined) child.stdin?.end(options.input);
   });
 }
 
