@@ -16,9 +16,10 @@ import {
   uniqueName,
   withDatabase,
 } from '../support/backends.ts';
-import { decodeJwtPart, FRONTEND_CLIENT, SEEDED_USER } from '../support/http.ts';
 import {
-  type RawResponse,
+  passwordGrant,
+  readOwnAccount,
+  refreshGrant,
   type ServiceProcess,
   send,
   spawnService,
@@ -63,26 +64,6 @@ async function startCluster(env: Record<string, string> = {}): Promise<ServicePr
   await waitForHttp(service.url, { service });
   await service.waitForRecord((record) => String(record.msg).startsWith('All 2 worker(s) serving'));
   return service;
-}
-
-function passwordGrant(url: string): Promise<RawResponse> {
-  return send(`${url}/security/generate-token`, {
-    method: 'POST',
-    json: { grant_type: 'password', scope: 'api', ...FRONTEND_CLIENT, ...SEEDED_USER },
-  });
-}
-
-function refreshGrant(url: string, refreshToken: string): Promise<RawResponse> {
-  return send(`${url}/security/refresh-token`, {
-    method: 'POST',
-    json: { grant_type: 'refresh_token', scope: 'api', ...FRONTEND_CLIENT, refresh_token: refreshToken },
-  });
-}
-
-/** The user's own account: the authenticated read every worker must accept a token for. */
-function readOwnAccount(url: string, accessToken: string): Promise<RawResponse> {
-  const id = String(decodeJwtPart(accessToken, 1).sub);
-  return send(`${url}/users/${id}`, { token: accessToken });
 }
 
 interface Outcome {

@@ -19,11 +19,12 @@ import {
   uniqueName,
   withDatabase,
 } from '../support/backends.ts';
-import { decodeJwtPart, FRONTEND_CLIENT, SEEDED_USER } from '../support/http.ts';
+import { decodeJwtPart } from '../support/http.ts';
 import {
-  type RawResponse,
+  passwordGrant,
+  readOwnAccount,
+  refreshGrant,
   type ServiceProcess,
-  send,
   spawnService,
   waitForHttp,
 } from '../support/processes.ts';
@@ -61,24 +62,6 @@ async function startNode(env: Record<string, string>, options: { ready?: boolean
   services.push(service);
   if (options.ready !== false) await waitForHttp(service.url, { service });
   return service;
-}
-
-function passwordGrant(url: string): Promise<RawResponse> {
-  return send(`${url}/security/generate-token`, {
-    method: 'POST',
-    json: { grant_type: 'password', scope: 'api', ...FRONTEND_CLIENT, ...SEEDED_USER },
-  });
-}
-
-function refreshGrant(url: string, refreshToken: string): Promise<RawResponse> {
-  return send(`${url}/security/refresh-token`, {
-    method: 'POST',
-    json: { grant_type: 'refresh_token', scope: 'api', ...FRONTEND_CLIENT, refresh_token: refreshToken },
-  });
-}
-
-function readOwnAccount(url: string, accessToken: string): Promise<RawResponse> {
-  return send(`${url}/users/${String(decodeJwtPart(accessToken, 1).sub)}`, { token: accessToken });
 }
 
 type Tokens = { access_token: string; refresh_token: string };

@@ -8,6 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { fileURLToPath } from 'node:url';
+import { decodeJwtPart, FRONTEND_CLIENT, SEEDED_USER } from './http.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const ENTRY_POINT = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
@@ -343,4 +344,24 @@ export async function startNginx(options: {
       clearTimeout(timer);
     },
   };
+}
+
+/** The seeded user's password grant, on a connection of its own. */
+export function passwordGrant(url: string): Promise<RawResponse> {
+  return send(`${url}/security/generate-token`, {
+    method: 'POST',
+    json: { grant_type: 'password', scope: 'api', ...FRONTEND_CLIENT, ...SEEDED_USER },
+  });
+}
+
+export function refreshGrant(url: string, refreshToken: string): Promise<RawResponse> {
+  return send(`${url}/security/refresh-token`, {
+    method: 'POST',
+    json: { grant_type: 'refresh_token', scope: 'api', ...FRONTEND_CLIENT, refresh_token: refreshToken },
+  });
+}
+
+/** The user's own account: the authenticated read every worker and node must accept a token for. */
+export function readOwnAccount(url: string, accessToken: string): Promise<RawResponse> {
+  return send(`${url}/users/${String(decodeJwtPart(accessToken, 1).sub)}`, { token: accessToken });
 }
