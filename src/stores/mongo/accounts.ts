@@ -11,18 +11,7 @@ import type {
 } from '../types.ts';
 
 /** How an account is stored: the UUID as `_id`, plus the folded identity the unique index is on. */
-export interface AccountDoc {
-  _id: string;
-  identity: string;
-  identityKey: string;
-  passwordHash: string;
-  firstName: string | null;
-  lastName: string | null;
-  status: AccountStatus;
-  roles: AdminRole[];
-  createdAt: Date;
-  updatedAt: Date;
-}
+export type AccountDoc = Omit<Account, 'id'> & { _id: string; identityKey: string };
 
 /**
  * True for a unique-index violation. MongoDB (and FerretDB on inserts) answers code 11000;
