@@ -1,6 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
 import { createServer } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../config.ts';
 import { createProcessLogger } from '../logging/error-log.ts';
 import { ensureKeyFiles, loadKeySet } from '../oauth/keys.ts';
@@ -56,17 +55,10 @@ export async function runPrimary(config: Config): Promise<void> {
  * until it is complete rather than read a half-written set.
  */
 async function prepareKeyFiles(dir: string): Promise<boolean> {
-  const deadline = Date.now() + KEY_WAIT_MS;
-  for (;;) {
-    try {
-      const generated = await ensureKeyFiles(dir);
-      loadKeySet(dir);
-      return generated;
-    } catch (error) {
-      if (Date.now() >= deadline) throw error;
-      await sleep(200);
-    }
-  }
+  // ensureKeyFiles waits for another node's set to be complete; loading checks it is sound.
+  const generated = await ensureKeyFiles(dir, KEY_WAIT_MS);
+  loadKeySet(dir);
+  return generated;
 }
 
 /**
