@@ -162,7 +162,7 @@ for (const backend of backends()) {
       }
     });
 
-    for (const field of ['username', 'password', 'scope', 'client_id', 'client_secret']) {
+    for (const field of ['username', 'password', 'client_id', 'client_secret']) {
       test(`a missing ${field} is invalid_request`, async () => {
         const body: Record<string, unknown> = passwordBody();
         delete body[field];

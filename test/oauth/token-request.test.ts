@@ -19,6 +19,21 @@ describe('token request parameters', () => {
     ...overrides,
   });
 
+  test('a request without scope is invalid_scope: no default scope is configured', async () => {
+    const { scope: _omitted, ...withoutScope } = passwordBody();
+    for (const body of [
+      withoutScope,
+      { ...withoutScope, scope: '' },
+      { ...withoutScope, scope: '  ' },
+      { grant_type: 'client_credentials', ...FRONTEND_CLIENT },
+    ]) {
+      const response = await request(server.url, 'POST', '/security/generate-token', { json: body });
+      assert.equal(response.status, 400);
+      assert.equal(response.body.error, 'invalid_scope');
+      assert.equal(response.body.detail, 'Invalid scope');
+    }
+  });
+
   for (const name of ['__proto__', 'constructor', 'prototype']) {
     test(`a token request hidden under a "${name}" member is not read`, async () => {
       const response = await request(server.url, 'POST', '/security/generate-token', {
