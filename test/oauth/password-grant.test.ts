@@ -89,7 +89,7 @@ for (const backend of backends()) {
       test(`${label} says Invalid credentials (invalid_grant, 400)`, async () => {
         const response = await generate(passwordBody(overrides));
         assert.equal(response.status, 400);
-        assert.equal(response.headers.get('content-type'), 'application/problem+json');
+        assert.equal(response.headers.get('content-type'), 'application/json');
         assert.equal(response.body.error, 'invalid_grant');
         assert.equal(response.body.detail, 'Invalid credentials');
         assert.equal(response.body.error_description, 'Invalid credentials');
