@@ -1,7 +1,7 @@
 /** How the token endpoint reads a request: which parameters count, and what is missing. */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { FRONTEND_CLIENT, request, SEEDED_USER } from '../support/http.ts';
+import { FRONTEND_CLIENT, passwordRequest, request } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 describe('token request parameters', () => {
@@ -11,16 +11,8 @@ describe('token request parameters', () => {
   });
   after(() => server.close());
 
-  const passwordBody = (overrides: Record<string, unknown> = {}) => ({
-    grant_type: 'password',
-    scope: 'api',
-    ...FRONTEND_CLIENT,
-    ...SEEDED_USER,
-    ...overrides,
-  });
-
   test('a request without scope is invalid_scope: no default scope is configured', async () => {
-    const { scope: _omitted, ...withoutScope } = passwordBody();
+    const { scope: _omitted, ...withoutScope } = passwordRequest();
     for (const body of [
       withoutScope,
       { ...withoutScope, scope: '' },
@@ -37,7 +29,7 @@ describe('token request parameters', () => {
   for (const name of ['__proto__', 'constructor', 'prototype']) {
     test(`a token request hidden under a "${name}" member is not read`, async () => {
       const response = await request(server.url, 'POST', '/security/generate-token', {
-        raw: `{"${name}": ${JSON.stringify(passwordBody())}}`,
+        raw: `{"${name}": ${JSON.stringify(passwordRequest())}}`,
         headers: { 'Content-Type': 'application/json' },
       });
       assert.equal(response.status, 400);
@@ -48,7 +40,7 @@ describe('token request parameters', () => {
 
   test('a "__proto__" member beside a real request changes nothing', async () => {
     const response = await request(server.url, 'POST', '/security/generate-token', {
-      raw: `{"__proto__": {"scope": "other"}, ${JSON.stringify(passwordBody()).slice(1)}`,
+      raw: `{"__proto__": {"scope": "other"}, ${JSON.stringify(passwordRequest()).slice(1)}`,
       headers: { 'Content-Type': 'application/json' },
     });
     assert.equal(response.status, 200);
