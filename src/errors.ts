@@ -70,11 +70,17 @@ export class InvalidScope extends Problem {
 }
 
 export class InvalidClient extends Problem {
-  /** RFC 6749 §5.2: when the client tried HTTP Basic, answer with a Basic challenge. */
+  /**
+   * RFC 6749 §5.2: when the client tried HTTP Basic, answer with a Basic challenge. It names
+   * the error as an auth-param too (as RFC 6750 §3 does for Bearer): clients such as
+   * openid-client read a challenge before the body, and find the code only there.
+   */
   constructor(usedBasic: boolean) {
     super(401, 'Invalid credentials', {
       oauthError: 'invalid_client',
-      headers: usedBasic ? { 'WWW-Authenticate': 'Basic realm="token", charset="UTF-8"' } : {},
+      headers: usedBasic
+        ? { 'WWW-Authenticate': 'Basic realm="token", charset="UTF-8", error="invalid_client"' }
+        : {},
     });
   }
 }

@@ -103,7 +103,7 @@ export function createRequestHandler(
     if (res.headersSent) {
       res.destroy();
     } else {
-      writeProblem(res, error);
+      writeProblem(res, error, route?.errors);
     }
     if (!(error instanceof Problem)) options.onUnexpectedError(error, req, route);
   }

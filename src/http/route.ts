@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { Account, OAuthClient } from '../stores/types.ts';
+import type { ErrorFormat } from './problem.ts';
 
 /** Who is calling. A request without an `Authorization` header is a guest (SPEC, Authentication 6). */
 export type Identity =
@@ -60,6 +61,8 @@ export interface Route<S extends TSchema | undefined = TSchema | undefined> {
   query?: TSchema;
   /** Success and problem responses by status, for documentation. */
   responses: Readonly<Record<number, ResponseSpec>>;
+  /** How failures are written; `problem` unless the route is an OAuth token endpoint. */
+  errors?: ErrorFormat;
   handler(context: RequestContext<S extends TSchema ? Static<S> : undefined>): Promise<Reply> | Reply;
 }
 

@@ -48,6 +48,8 @@ export interface RefreshTokenService {
     },
   ): Promise<string | null>;
   consumeRefreshToken(token: string): Promise<ConsumeResult>;
+  /** Gives a consumed token back unused after a refusal; `attempt` is the consume's own. */
+  releaseRefreshToken(token: string, attempt: string): Promise<void>;
   revokeFamily(familyId: string): Promise<void>;
 }
 
@@ -72,6 +74,10 @@ export function createRefreshTokenService(options: {
       const parsed = parseRefreshToken(token);
       if (!parsed) return { outcome: 'unknown' };
       return store.consume(parsed.familyId, digestRefreshToken(token, encryptionKey));
+    },
+    async releaseRefreshToken(token, attempt) {
+      const parsed = parseRefreshToken(token);
+      if (parsed) await store.release(parsed.familyId, digestRefreshToken(token, encryptionKey), attempt);
     },
     revokeFamily: (familyId) => store.revokeFamily(familyId),
   };

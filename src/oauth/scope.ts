@@ -1,13 +1,12 @@
-import { InvalidRequest, InvalidScope } from '../errors.ts';
+import { InvalidScope } from '../errors.ts';
 import type { ScopeStore } from '../stores/types.ts';
 
 /**
  * RFC 6749 §3.3: a space-delimited list of case-sensitive scope names. Every name must be a
- * registered scope. Returns the normalised list (deduplicated, single spaces).
+ * registered scope. Returns the normalised list (deduplicated, single spaces). No default
+ * scope is configured, so a request without one never gets this far (see grant.ts).
  */
-export async function resolveScope(requested: unknown, scopes: ScopeStore): Promise<string> {
-  if (requested === undefined || requested === '') throw new InvalidRequest('Missing parameter: scope');
-  if (typeof requested !== 'string') throw new InvalidScope();
+export async function resolveScope(requested: string, scopes: ScopeStore): Promise<string> {
   const names = [...new Set(requested.split(' ').filter(Boolean))];
   if (names.length === 0) throw new InvalidScope();
   for (const name of names) if (!(await scopes.findByName(name))) throw new InvalidScope();

@@ -36,13 +36,16 @@ export function createTokenEndpoint(
 
 /**
  * RFC 6749 §3.2: parameters sent without a value are treated as omitted, and no parameter may
- * be repeated (a repeated form field arrives as an array).
+ * be repeated (a repeated form field arrives as an array). The names are the client's, so
+ * they go onto an object without a prototype: a member named `__proto__`, `constructor` or
+ * `prototype` is an unknown parameter like any other (ignored, §3.2), never a way to make
+ * other parameters appear.
  */
 function requestParameters(body: unknown): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new InvalidRequest('The token request must be a JSON object or a form-encoded body');
   }
-  const params: Record<string, unknown> = {};
+  const params: Record<string, unknown> = Object.create(null);
   for (const [name, value] of Object.entries(body)) {
     if (Array.isArray(value)) throw new InvalidRequest(`Parameter ${name} must not be repeated`);
     if (value !== '' && value !== null) params[name] = value;

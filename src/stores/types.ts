@@ -97,7 +97,8 @@ export interface RefreshTokenGrant {
  * replay of a rotated token, which means it leaked, revokes the family.
  */
 export type ConsumeResult =
-  | { outcome: 'consumed'; grant: RefreshTokenGrant }
+  /** `attempt` names this consume, so only it can release the token again. */
+  | { outcome: 'consumed'; grant: RefreshTokenGrant; attempt: string }
   /** Consumed by a refresh that has not saved a successor: a concurrent duplicate. */
   | { outcome: 'in-flight' }
   /** The token was already rotated: the caller must treat the family as compromised. */
@@ -119,6 +120,13 @@ export interface RefreshTokenStore {
    * A used token stays known until it expires.
    */
   consume(familyId: string, tokenDigest: string): Promise<ConsumeResult>;
+  /**
+   * Undoes a consume whose refresh was refused (the account checks, a backend failure), so a
+   * refusal never burns the token: it becomes unused again, atomically, only while it is
+   * still consumed by that `attempt`. A rotated token, a revoked family, or a token consumed
+   * again since, stays as it is.
+   */
+  release(familyId: string, tokenDigest: string, attempt: string): Promise<void>;
   /** Revokes every token of the family, used or not. */
   revokeFamily(familyId: string): Promise<void>;
   /** Revokes every family issued to the account (password change, deletion). */

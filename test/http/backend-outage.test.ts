@@ -61,7 +61,8 @@ describe('backend outage and recovery, through HTTP', { skip }, () => {
     const started = Date.now();
     const refresh = await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token);
     assert.equal(refresh.status, 503);
-    assert.equal(refresh.headers.get('content-type'), 'application/problem+json');
+    assert.equal(refresh.headers.get('content-type'), 'application/json');
+    assert.equal(refresh.body.error, 'temporarily_unavailable');
     assert.match(String(refresh.body.detail), /Redis/);
     assert.ok(!JSON.stringify(refresh.body).includes('    at '), 'no driver stack');
     assert.ok(Date.now() - started < 5000, 'no hang');

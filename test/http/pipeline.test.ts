@@ -67,18 +67,18 @@ describe('HTTP pipeline', () => {
   });
 
   test('malformed JSON is 400, a wrong content type 415, an oversized body 413', async () => {
-    const malformed = await request(server.url, 'POST', '/security/generate-token', {
+    const malformed = await request(server.url, 'POST', '/account/register', {
       raw: '{"grant_type":',
       headers: { 'Content-Type': 'application/json' },
     });
     assert.equal(malformed.status, 400);
     assert.equal(malformed.body.detail, 'The request body is not valid JSON');
-    const wrongType = await request(server.url, 'POST', '/security/generate-token', {
+    const wrongType = await request(server.url, 'POST', '/account/register', {
       raw: 'grant_type=password',
       headers: { 'Content-Type': 'text/plain' },
     });
     assert.equal(wrongType.status, 415);
-    const oversized = await request(server.url, 'POST', '/security/generate-token', {
+    const oversized = await request(server.url, 'POST', '/account/register', {
       json: { grant_type: 'password', padding: 'x'.repeat(4096) },
     });
     assert.equal(oversized.status, 413);

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import {
   ADMIN_CLIENT,
   decodeJwtPart,
-  FRONTEND_CLIENT,
+  passwordRequest,
   request,
   SEEDED_ADMIN,
   SEEDED_USER,
@@ -22,16 +22,9 @@ for (const backend of backends()) {
 
     const generate = (body: unknown, headers?: Record<string, string>) =>
       request(server.url, 'POST', '/security/generate-token', { json: body, headers });
-    const passwordBody = (overrides: Record<string, unknown> = {}) => ({
-      grant_type: 'password',
-      scope: 'api',
-      ...FRONTEND_CLIENT,
-      ...SEEDED_USER,
-      ...overrides,
-    });
 
     test('issues a Bearer access token and a refresh token, not cacheable', async () => {
-      const response = await generate(passwordBody());
+      const response = await generate(passwordRequest());
       assert.equal(response.status, 200);
       assert.equal(response.headers.get('cache-control'), 'no-store');
       assert.equal(response.headers.get('pragma'), 'no-cache');
@@ -42,7 +35,7 @@ for (const backend of backends()) {
     });
 
     test('the access token is an RS256 at+jwt with the RFC 9068 claims', async () => {
-      const { body } = await generate(passwordBody());
+      const { body } = await generate(passwordRequest());
       const token = String(body.access_token);
       const header = decodeJwtPart(token, 0);
       const claims = decodeJwtPart(token, 1);
@@ -59,13 +52,13 @@ for (const backend of backends()) {
     });
 
     test('the admin client logs in administrators, from the admin store', async () => {
-      const response = await generate(passwordBody({ ...ADMIN_CLIENT, ...SEEDED_ADMIN }));
+      const response = await generate(passwordRequest({ ...ADMIN_CLIENT, ...SEEDED_ADMIN }));
       assert.equal(response.status, 200);
       assert.equal(decodeJwtPart(String(response.body.access_token), 1).kind, 'admin');
     });
 
     test('the stores are kept apart: the frontend client cannot log in an administrator', async () => {
-      const response = await generate(passwordBody({ ...SEEDED_ADMIN }));
+      const response = await generate(passwordRequest({ ...SEEDED_ADMIN }));
       assert.equal(response.status, 400);
       assert.equal(response.body.error, 'invalid_grant');
       assert.equal(response.body.detail, 'Invalid credentials');
@@ -87,9 +80,9 @@ for (const backend of backends()) {
       ['an unknown username', { username: 'nobody@example.com' }],
     ] as const) {
       test(`${label} says Invalid credentials (invalid_grant, 400)`, async () => {
-        const response = await generate(passwordBody(overrides));
+        const response = await generate(passwordRequest(overrides));
         assert.equal(response.status, 400);
-        assert.equal(response.headers.get('content-type'), 'application/problem+json');
+        assert.equal(response.headers.get('content-type'), 'application/json');
         assert.equal(response.body.error, 'invalid_grant');
         assert.equal(response.body.detail, 'Invalid credentials');
         assert.equal(response.body.error_description, 'Invalid credentials');
@@ -101,7 +94,7 @@ for (const backend of backends()) {
       assert.ok(account);
       await server.app.stores.users.update(account.id, { status: 'inactive' });
       try {
-        const response = await generate(passwordBody());
+        const response = await generate(passwordRequest());
         assert.equal(response.status, 400);
         assert.equal(response.body.detail, 'Invalid credentials');
       } finally {
@@ -110,7 +103,7 @@ for (const backend of backends()) {
     });
 
     test('a wrong client secret says Invalid credentials (invalid_client, 401)', async () => {
-      const response = await generate(passwordBody({ client_secret: 'wrong' }));
+      const response = await generate(passwordRequest({ client_secret: 'wrong' }));
       assert.equal(response.status, 401);
       assert.equal(response.body.error, 'invalid_client');
       assert.equal(response.body.detail, 'Invalid credentials');
@@ -127,14 +120,14 @@ for (const backend of backends()) {
     });
 
     test('an unknown client says Invalid credentials', async () => {
-      const response = await generate(passwordBody({ client_id: 'nobody' }));
+      const response = await generate(passwordRequest({ client_id: 'nobody' }));
       assert.equal(response.status, 401);
       assert.equal(response.body.detail, 'Invalid credentials');
     });
 
     test('client credentials in both HTTP Basic and the body are refused', async () => {
       const response = await request(server.url, 'POST', '/security/generate-token', {
-        json: passwordBody(),
+        json: passwordRequest(),
         headers: {
           Authorization: `Basic ${Buffer.from('frontend:frontend-client-secret').toString('base64')}`,
         },
@@ -144,27 +137,27 @@ for (const backend of backends()) {
     });
 
     test('a scope other than api says Invalid scope', async () => {
-      const response = await generate(passwordBody({ scope: 'admin' }));
+      const response = await generate(passwordRequest({ scope: 'admin' }));
       assert.equal(response.status, 400);
       assert.equal(response.body.error, 'invalid_scope');
       assert.equal(response.body.detail, 'Invalid scope');
     });
 
     test('a missing grant_type is invalid_request; an unknown one unsupported_grant_type', async () => {
-      const { grant_type: _omitted, ...withoutGrant } = passwordBody();
+      const { grant_type: _omitted, ...withoutGrant } = passwordRequest();
       const missing = await generate(withoutGrant);
       assert.equal(missing.status, 400);
       assert.equal(missing.body.error, 'invalid_request');
       for (const grantType of ['authorization_code', 'implicit', 'magic']) {
-        const unknown = await generate(passwordBody({ grant_type: grantType }));
+        const unknown = await generate(passwordRequest({ grant_type: grantType }));
         assert.equal(unknown.status, 400);
         assert.equal(unknown.body.error, 'unsupported_grant_type', grantType);
       }
     });
 
-    for (const field of ['username', 'password', 'scope', 'client_id', 'client_secret']) {
+    for (const field of ['username', 'password', 'client_id', 'client_secret']) {
       test(`a missing ${field} is invalid_request`, async () => {
-        const body: Record<string, unknown> = passwordBody();
+        const body: Record<string, unknown> = passwordRequest();
         delete body[field];
         const response = await generate(body);
         assert.equal(response.status, 400);

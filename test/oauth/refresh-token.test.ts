@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { BackendUnavailable } from '../../src/errors.ts';
 import {
   ADMIN_CLIENT,
   decodeJwtPart,
@@ -101,6 +102,43 @@ for (const backend of backends()) {
       assert.equal(wrong.body.detail, 'Invalid scope');
       const right = await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token);
       assert.equal(right.status, 200);
+    });
+
+    test('a refresh asking for more than was granted is refused and leaves the token usable', async () => {
+      await server.app.stores.scopes.createIfAbsent({ name: 'other', description: 'A second scope' });
+      const { refresh_token } = await login();
+      const wider = await request(server.url, 'POST', '/security/refresh-token', {
+        json: { grant_type: 'refresh_token', scope: 'api other', refresh_token, ...FRONTEND_CLIENT },
+      });
+      assert.equal(wider.status, 400);
+      assert.equal(wider.body.error, 'invalid_scope');
+      const right = await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token);
+      assert.equal(right.status, 200, JSON.stringify(right.body));
+    });
+
+    test('an account store outage during a refresh leaves the token usable for the retry', async () => {
+      const { refresh_token } = await login();
+      const users = server.app.stores.users;
+      const findById = users.findById;
+      users.findById = async () => {
+        throw new BackendUnavailable('MongoDB');
+      };
+      try {
+        const refused = await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token);
+        assert.equal(refused.status, 503);
+      } finally {
+        users.findById = findById;
+      }
+      const retry = await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token);
+      assert.equal(retry.status, 200, JSON.stringify(retry.body));
+    });
+
+    test('a refresh token presented by another client stays revoked for its own client too', async () => {
+      const { refresh_token } = await login();
+      assert.equal((await refreshGrant(server.url, ADMIN_CLIENT, refresh_token)).status, 400);
+      const own = await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token);
+      assert.equal(own.status, 400);
+      assert.equal(own.body.error, 'invalid_grant');
     });
 
     test('a wrong client secret is refused and leaves the refresh token usable', async () => {

@@ -45,6 +45,16 @@ async function issue(
   return { familyId: g.familyId, digest: d };
 }
 
+/** Consumes a token that must be unused, returning the grant and the attempt that holds it. */
+async function consumed(
+  store: RefreshTokenStore,
+  t: { familyId: string; digest: string },
+): Promise<{ grant: RefreshTokenGrant; attempt: string }> {
+  const result = await store.consume(t.familyId, t.digest);
+  assert.equal(result.outcome, 'consumed');
+  return result;
+}
+
 function refreshTokenContract(open: () => Promise<Harness>): void {
   let store: RefreshTokenStore;
   let h: Harness | undefined;
@@ -59,7 +69,9 @@ function refreshTokenContract(open: () => Promise<Harness>): void {
   test('a saved token is consumed once; in flight until its successor is saved, reused after', async () => {
     const g = grant();
     const t = await issue(store, g);
-    assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'consumed', grant: g });
+    const consumed = await store.consume(t.familyId, t.digest);
+    assert.equal(consumed.outcome, 'consumed');
+    assert.deepEqual(consumed.grant, g);
     assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'in-flight' });
     const successor = digest();
     assert.equal(await store.save(successor, { ...g, expiresAt: Date.now() + 60_000 }, t.digest), true);
@@ -82,6 +94,50 @@ function refreshTokenContract(open: () => Promise<Harness>): void {
     const results = await Promise.all(Array.from({ length: 20 }, () => store.consume(t.familyId, t.digest)));
     assert.equal(results.filter((r) => r.outcome === 'consumed').length, 1);
     assert.equal(results.filter((r) => r.outcome === 'in-flight').length, 19);
+  });
+
+  test('a released token is unused again: the next consume wins, as a new attempt', async () => {
+    const g = grant();
+    const t = await issue(store, g);
+    const first = await consumed(store, t);
+    await store.release(t.familyId, t.digest, first.attempt);
+    const second = await consumed(store, t);
+    assert.deepEqual(second.grant, g);
+    assert.notEqual(second.attempt, first.attempt);
+    assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'in-flight' });
+  });
+
+  test('release undoes only the attempt that still holds the token', async () => {
+    const t = await issue(store, grant());
+    const first = await consumed(store, t);
+    await store.release(t.familyId, t.digest, first.attempt);
+    await consumed(store, t);
+    // A late second release of the first attempt must not free the token a second refresh holds.
+    await store.release(t.familyId, t.digest, first.attempt);
+    assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'in-flight' });
+    await store.release(t.familyId, t.digest, 'an attempt that never was');
+    assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'in-flight' });
+  });
+
+  test('release never revives a rotated, revoked or unused token', async () => {
+    const g = grant();
+    const rotated = await issue(store, g);
+    const attempt = (await consumed(store, rotated)).attempt;
+    const successor = digest();
+    assert.equal(await store.save(successor, g, rotated.digest), true);
+    await store.release(rotated.familyId, rotated.digest, attempt);
+    assert.deepEqual(await store.consume(rotated.familyId, rotated.digest), { outcome: 'reused', grant: g });
+
+    const revoked = await issue(store, grant());
+    const held = (await consumed(store, revoked)).attempt;
+    await store.revokeFamily(revoked.familyId);
+    await store.release(revoked.familyId, revoked.digest, held);
+    assert.deepEqual(await store.consume(revoked.familyId, revoked.digest), { outcome: 'revoked' });
+
+    const unused = await issue(store, grant());
+    await store.release(unused.familyId, unused.digest, 'no attempt');
+    await store.release(randomUUID(), digest(), 'no attempt');
+    assert.equal((await store.consume(unused.familyId, unused.digest)).outcome, 'consumed');
   });
 
   test('an unknown digest, or a known one under another family, is unknown', async () => {

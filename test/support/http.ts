@@ -55,6 +55,11 @@ export interface Tokens {
   token_type: string;
 }
 
+/** The seeded user's password grant request through the frontend client, with any changes. */
+export function passwordRequest(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return { grant_type: 'password', scope: 'api', ...FRONTEND_CLIENT, ...SEEDED_USER, ...overrides };
+}
+
 export async function passwordGrant(
   baseUrl: string,
   client: { client_id: string; client_secret: string },

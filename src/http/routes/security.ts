@@ -1,6 +1,15 @@
 import type { TokenEndpoint } from '../../oauth/token-endpoint.ts';
-import { type AnyRoute, defineRoute } from '../route.ts';
-import { problems, TokenResponseSchema } from '../schemas.ts';
+import { NOT_CACHED } from '../problem.ts';
+import { type AnyRoute, defineRoute, type ResponseSpec } from '../route.ts';
+import { ProblemSchema, problems, TokenResponseSchema } from '../schemas.ts';
+
+/** RFC 6749 §5.2: the token endpoint's errors, a 500 too, are application/json with the problem members. */
+const TOKEN_ERRORS: Record<number, ResponseSpec> = Object.fromEntries(
+  Object.entries({
+    ...problems(400, 401, 413, 415, 503),
+    500: { description: 'Unexpected error (`server_error`); the details go to the error log only' },
+  }).map(([status, spec]) => [status, { ...spec, schema: ProblemSchema, contentType: 'application/json' }]),
+);
 
 /** Both token routes are served by the one token endpoint, which dispatches on `grant_type`. */
 export function securityRoutes(tokenEndpoint: TokenEndpoint): AnyRoute[] {
@@ -12,15 +21,12 @@ export function securityRoutes(tokenEndpoint: TokenEndpoint): AnyRoute[] {
       summary,
       tags: ['security'],
       permission: 'public',
-      responses: {
-        200: { description: 'Tokens issued', schema: TokenResponseSchema },
-        ...problems(400, 401, 413, 415, 503),
-      },
+      errors: 'oauth',
+      responses: { 200: { description: 'Tokens issued', schema: TokenResponseSchema }, ...TOKEN_ERRORS },
       handler: async ({ body, req }) => ({
         status: 200,
         body: await tokenEndpoint(body, req.headers.authorization),
-        // RFC 6749 §5.1: responses carrying tokens must not be cached.
-        headers: { 'Cache-Control': 'no-store', Pragma: 'no-cache' },
+        headers: NOT_CACHED,
       }),
     });
   return [

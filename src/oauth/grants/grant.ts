@@ -1,7 +1,7 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { PasswordHasher } from '../../accounts/password-hasher.ts';
 import type { GrantType } from '../../config.ts';
-import { InvalidGrant, InvalidRequest } from '../../errors.ts';
+import { InvalidGrant, InvalidRequest, InvalidScope } from '../../errors.ts';
 import { compileValidator, type Validator } from '../../http/validate.ts';
 import type { AccountKind, OAuthClient, Stores } from '../../stores/types.ts';
 import type { AccessTokenService } from '../access-token.ts';
@@ -39,10 +39,16 @@ export interface Grant {
   ): Promise<TokenResponse>;
 }
 
-/** A grant's parameter check, failing as RFC 6749 `invalid_request` naming the first bad parameter. */
+/**
+ * A grant's parameter check, failing as RFC 6749 `invalid_request` naming the first bad
+ * parameter. A missing or malformed `scope` is `invalid_scope` instead: §3.3 leaves an
+ * omitted scope to the server's policy, and with no default scope configured that policy
+ * is to refuse it as an invalid scope.
+ */
 export function parameterValidator<T>(schema: TSchema): Validator<T> {
   return compileValidator<T>(schema, (errors) => {
     const field = Object.keys(errors)[0] ?? 'body';
+    if (field === 'scope') return new InvalidScope();
     return new InvalidRequest(`Missing or invalid parameter: ${field}`);
   });
 }

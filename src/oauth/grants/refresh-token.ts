@@ -1,8 +1,16 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { InvalidGrant, InvalidScope } from '../../errors.ts';
+import type { OAuthClient, RefreshTokenGrant } from '../../stores/types.ts';
 import { credentialStamp } from '../credential-stamp.ts';
 import { isWithin, resolveScope } from '../scope.ts';
-import { clientParameters, type Grant, issueTokens, parameterValidator } from './grant.ts';
+import {
+  clientParameters,
+  type Grant,
+  type GrantDependencies,
+  issueTokens,
+  parameterValidator,
+  type TokenResponse,
+} from './grant.ts';
 
 const parameters = Type.Object({
   grant_type: Type.Literal('refresh_token'),
@@ -17,7 +25,9 @@ const validate = parameterValidator<Static<typeof parameters>>(parameters);
 /**
  * RFC 6749 §6 with rotation and reuse detection (RFC 9700 §4.14.2): every refresh consumes
  * the presented token and issues a new one in the same family; a token presented again after
- * it was rotated means it leaked, so the whole family is revoked.
+ * it was rotated means it leaked, so the whole family is revoked. A refusal that means no
+ * leak never burns the token: what can be checked before the consume is, and a refusal
+ * after it gives the token back unused.
  */
 export const refreshTokenGrant: Grant = {
   type: 'refresh_token',
@@ -43,22 +53,39 @@ export const refreshTokenGrant: Grant = {
       await deps.refreshTokens.revokeFamily(grant.familyId);
       throw new InvalidGrant('Refresh token was issued to another client');
     }
-    const scope = requested ?? grant.scope;
-    if (!isWithin(scope, grant.scope)) throw new InvalidScope();
-    const accounts = grant.accountKind === 'admin' ? deps.stores.admins : deps.stores.users;
-    const account = await accounts.findById(grant.subject);
-    if (account?.status !== 'active') throw new InvalidGrant('Invalid credentials');
-    // The password changed since this family's login: the session ended with it.
-    if (grant.credentialStamp !== credentialStamp(account.passwordHash))
-      throw new InvalidGrant('Invalid credentials');
-    return issueTokens(deps, {
-      subject: { kind: grant.accountKind, id: account.id },
-      client,
-      scope,
-      credentialStamp: grant.credentialStamp,
-      familyId: grant.familyId,
-      replaces: token,
-      withRefreshToken: true,
-    });
+    try {
+      return await rotate(grant, requested ?? grant.scope, token, client, deps);
+    } catch (error) {
+      // The client may retry (an outage) or will hear the same refusal again: either way the
+      // token is not burnt. Should the store fail here too, the refusal is still what is told.
+      await deps.refreshTokens.releaseRefreshToken(token, result.attempt).catch(() => undefined);
+      throw error;
+    }
   },
 };
+
+/** The checks that need the stored grant, then the new tokens in the same family. */
+async function rotate(
+  grant: RefreshTokenGrant,
+  scope: string,
+  token: string,
+  client: OAuthClient,
+  deps: GrantDependencies,
+): Promise<TokenResponse> {
+  if (!isWithin(scope, grant.scope)) throw new InvalidScope();
+  const accounts = grant.accountKind === 'admin' ? deps.stores.admins : deps.stores.users;
+  const account = await accounts.findById(grant.subject);
+  if (account?.status !== 'active') throw new InvalidGrant('Invalid credentials');
+  // The password changed since this family's login: the session ended with it.
+  if (grant.credentialStamp !== credentialStamp(account.passwordHash))
+    throw new InvalidGrant('Invalid credentials');
+  return issueTokens(deps, {
+    subject: { kind: grant.accountKind, id: account.id },
+    client,
+    scope,
+    credentialStamp: grant.credentialStamp,
+    familyId: grant.familyId,
+    replaces: token,
+    withRefreshToken: true,
+  });
+}

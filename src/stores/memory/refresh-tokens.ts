@@ -1,8 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import type { AccountKind, ConsumeResult, RefreshTokenGrant, RefreshTokenStore } from '../types.ts';
 
 interface StoredToken {
   grant: RefreshTokenGrant;
   state: 'unused' | 'consumed' | 'rotated';
+  /** The consume that holds the token while it is `consumed`. */
+  attempt?: string;
 }
 
 /**
@@ -49,7 +52,16 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     if (stored.state === 'consumed') return { outcome: 'in-flight' };
     if (stored.state === 'rotated') return { outcome: 'reused', grant: { ...stored.grant } };
     stored.state = 'consumed';
-    return { outcome: 'consumed', grant: { ...stored.grant } };
+    stored.attempt = randomUUID();
+    return { outcome: 'consumed', grant: { ...stored.grant }, attempt: stored.attempt };
+  }
+
+  async release(familyId: string, tokenDigest: string, attempt: string): Promise<void> {
+    const stored = this.#tokens.get(tokenDigest);
+    if (stored?.grant.familyId !== familyId || this.#isRevoked(familyId)) return;
+    if (stored.state !== 'consumed' || stored.attempt !== attempt) return;
+    stored.state = 'unused';
+    stored.attempt = undefined;
   }
 
   async revokeFamily(familyId: string): Promise<void> {

@@ -1,11 +1,12 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { AccountKind, ConsumeResult, RefreshTokenGrant, RefreshTokenStore } from '../types.ts';
 
 /**
  * Refresh tokens in Redis. Key layout (P = prefix, default `rt:`):
  *
- *   P{familyId}:t:<digest>   hash {grant: JSON, exp: ms, used: 0 unused | 1 consumed | 2 rotated},
+ *   P{familyId}:t:<digest>   hash {grant: JSON, exp: ms, used: 0 unused | 1 consumed | 2 rotated,
+ *                            attempt: the consume holding it while used is 1},
  *                            PEXPIREAT grant.expiresAt
  *   P{familyId}:exp          the family's latest expiry (ms), expiring at that moment
  *   P{familyId}:revoked      revocation marker, expiring with the family's latest token;
@@ -23,8 +24,18 @@ if not t[1] or tonumber(t[2]) <= tonumber(ARGV[1]) then return {'unknown'} end
 if redis.call('EXISTS', KEYS[2]) == 1 then return {'revoked'} end
 if t[3] == '1' then return {'in-flight'} end
 if t[3] == '2' then return {'reused', t[1]} end
-redis.call('HSET', KEYS[1], 'used', '1')
+redis.call('HSET', KEYS[1], 'used', '1', 'attempt', ARGV[2])
 return {'consumed', t[1]}
+`;
+
+/** Makes a consumed token unused again, only while the same attempt still holds it. */
+const RELEASE = `
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+local t = redis.call('HMGET', KEYS[1], 'used', 'attempt')
+if t[1] ~= '1' or t[2] ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'used', '0')
+redis.call('HDEL', KEYS[1], 'attempt')
+return 1
 `;
 
 /**
@@ -75,6 +86,7 @@ function script(lua: string): Script {
 
 const SCRIPTS = {
   consume: script(CONSUME),
+  release: script(RELEASE),
   save: script(SAVE),
   revokeFamily: script(REVOKE_FAMILY),
   indexSubject: script(INDEX_SUBJECT),
@@ -117,18 +129,25 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
     const family = this.#familyKey(familyId);
     // The caller's clock decides expiry, as in the memory store; Redis's own expiry only
     // frees the memory. A wrong familyId names a key that does not exist: `unknown`.
+    const attempt = randomUUID();
     const reply = await this.#run(
       SCRIPTS.consume,
       [`${family}:t:${tokenDigest}`, `${family}:revoked`],
-      [this.#now()],
+      [this.#now(), attempt],
     );
     if (!Array.isArray(reply)) throw new Error('Unexpected reply from the consume script');
     const [outcome, grantJson] = reply as [string, string | undefined];
     if ((outcome === 'consumed' || outcome === 'reused') && typeof grantJson === 'string') {
-      return { outcome, grant: JSON.parse(grantJson) as RefreshTokenGrant };
+      const grant = JSON.parse(grantJson) as RefreshTokenGrant;
+      return outcome === 'consumed' ? { outcome, grant, attempt } : { outcome, grant };
     }
     if (outcome === 'revoked' || outcome === 'in-flight') return { outcome };
     return { outcome: 'unknown' };
+  }
+
+  async release(familyId: string, tokenDigest: string, attempt: string): Promise<void> {
+    const family = this.#familyKey(familyId);
+    await this.#run(SCRIPTS.release, [`${family}:t:${tokenDigest}`, `${family}:revoked`], [attempt]);
   }
 
   async revokeFamily(familyId: string): Promise<void> {
