@@ -37,7 +37,7 @@ export interface AccountQuery {
 
 export interface AccountStore {
   findById(id: string): Promise<Account | null>;
-  /** Identity lookup; user stores compare e-mail identities case-insensitively. */
+  /** Identity lookup. Identities compare without regard to case, and are unique that way. */
   findByIdentity(identity: string): Promise<Account | null>;
   /** Throws DuplicateIdentity when the identity is taken. */
   create(account: Account): Promise<void>;
