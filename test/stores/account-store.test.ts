@@ -39,6 +39,7 @@ function account(identity: string, overrides: Partial<Account> = {}): Account {
     lastName: null,
     status: 'active',
     roles: [],
+    sessionKey: '',
     createdAt: at,
     updatedAt: at,
     ...overrides,
@@ -141,6 +142,16 @@ function accountContract(open: () => Promise<Harness>, options: { separateConnec
     await assert.rejects(h.admins.update(ops.id, { identity: 'Root' }), DuplicateIdentity);
     assert.equal((await h.admins.update(ops.id, { identity: 'Ops' }))?.identity, 'Ops');
     assert.equal((await h.admins.findByIdentity('OPS'))?.id, ops.id);
+  });
+
+  test('the session key is kept by other changes and replaced only when given', async () => {
+    const a = account('keyed@example.com', { sessionKey: 'first-key' });
+    await h.users.create(a);
+    assert.equal((await h.users.findById(a.id))?.sessionKey, 'first-key');
+    assert.equal((await h.users.update(a.id, { firstName: 'Same' }))?.sessionKey, 'first-key');
+    const ended = await h.users.update(a.id, { status: 'inactive', sessionKey: 'second-key' });
+    assert.equal(ended?.sessionKey, 'second-key');
+    assert.equal((await h.users.findByIdentity('KEYED@example.com'))?.sessionKey, 'second-key');
   });
 
   test('delete removes the account and frees its identity', async () => {
@@ -318,6 +329,7 @@ describe('AccountStore: MongoDB', {
           'lastName',
           'passwordHash',
           'roles',
+          'sessionKey',
           'status',
           'updatedAt',
         ],
@@ -351,7 +363,7 @@ describe('AccountStore: MongoDB', {
     }
   }
 
-  /** An admin document as stored before admin identities were folded. */
+  /** An admin document as stored before admin identities were folded and accounts had session keys. */
   function legacyAdmin(identity: string, createdAt: number): StoredDoc {
     const at = new Date(Date.UTC(2023, 0, 1) + createdAt * 1000);
     return {
@@ -409,6 +421,18 @@ describe('AccountStore: MongoDB', {
       logged.length = 0;
       await ensureIndexes(db, log);
       assert.ok(!logged.some((line) => line.includes(upper._id)));
+    });
+  });
+
+  test('an account stored before session keys reads with an empty one, and can be given one', async () => {
+    const legacy = legacyAdmin('keyless', 1);
+    await withLegacyDocuments([legacy], async (db) => {
+      await ensureIndexes(db, () => undefined);
+      const { admins } = mongoCatalogStores(db);
+      assert.equal((await admins.findById(legacy._id))?.sessionKey, '');
+      assert.equal((await admins.findByIdentity('keyless'))?.sessionKey, '');
+      assert.equal((await admins.update(legacy._id, { firstName: 'Kept' }))?.sessionKey, '');
+      assert.equal((await admins.update(legacy._id, { sessionKey: 'new-key' }))?.sessionKey, 'new-key');
     });
   });
 });

@@ -11,7 +11,12 @@ import type {
 } from '../types.ts';
 
 /** How an account is stored: the UUID as `_id`, plus the folded identity the unique index is on. */
-export type AccountDoc = Omit<Account, 'id'> & { _id: string; identityKey: string };
+export type AccountDoc = Omit<Account, 'id' | 'sessionKey'> & {
+  _id: string;
+  identityKey: string;
+  /** Absent from documents stored before it existed, which means empty. */
+  sessionKey?: string;
+};
 
 /**
  * True for a unique-index violation. MongoDB (and FerretDB on inserts) answers code 11000;
@@ -30,6 +35,7 @@ const CHANGEABLE = [
   'lastName',
   'status',
   'roles',
+  'sessionKey',
   'updatedAt',
 ] as const satisfies readonly (keyof AccountChanges)[];
 
@@ -139,6 +145,7 @@ export class MongoAccountStore implements AccountStore {
       lastName: account.lastName,
       status: account.status,
       roles: [...account.roles],
+      sessionKey: account.sessionKey,
       createdAt: account.createdAt,
       updatedAt: account.updatedAt,
     };
@@ -156,6 +163,7 @@ function toAccount(doc: AccountDoc | null | undefined): Account | null {
     lastName: doc.lastName ?? null,
     status: doc.status,
     roles: [...(doc.roles ?? [])],
+    sessionKey: doc.sessionKey ?? '',
     createdAt: doc.createdAt,
     updatedAt: doc.updatedAt,
   };
