@@ -60,6 +60,7 @@ async function seedAccount(
     lastName: null,
     status: 'active',
     roles: seedAccount.roles,
+    sessionKey: '',
     createdAt: now,
     updatedAt: now,
   });

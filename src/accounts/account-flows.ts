@@ -8,6 +8,7 @@ import { cleanName } from './management.ts';
 import { digestLinkHash, isLinkHashShaped, newLinkHash } from './one-time-links.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 import { assertNewPasswordAcceptable } from './password-policy.ts';
+import { createSessions } from './sessions.ts';
 
 export interface AccountFlowsOptions {
   users: AccountStore;
@@ -39,8 +40,9 @@ const LINK_PATHS: Record<OneTimeTokenPurpose, string> = {
  * a registration leaves no account, a reset request no usable link.
  */
 export function createAccountFlows(options: AccountFlowsOptions) {
-  const { users, refreshTokens, oneTimeTokens, passwords, mailer } = options;
+  const { users, oneTimeTokens, passwords, mailer } = options;
   const now = options.now ?? (() => new Date());
+  const sessions = createSessions({ kind: 'user', accounts: users, refreshTokens: options.refreshTokens });
   const ttl: Record<OneTimeTokenPurpose, number> = {
     activation: options.activationTtl,
     reset: options.resetTtl,
@@ -98,14 +100,16 @@ export function createAccountFlows(options: AccountFlowsOptions) {
     pending: Account,
     registration: Pick<Account, 'passwordHash' | 'firstName' | 'lastName' | 'updatedAt'>,
   ): Promise<Account> {
-    const replaced = await users.update(pending.id, registration);
+    const replaced = await sessions.update(pending, registration);
     if (!replaced) throw new ServiceUnavailable('The registration changed meanwhile; try again');
     await oneTimeTokens.deleteForAccount(pending.id, 'activation');
     try {
       await sendActivation(replaced);
     } catch (error) {
       const { passwordHash, firstName, lastName, updatedAt } = pending;
-      await users.update(pending.id, { passwordHash, firstName, lastName, updatedAt }).catch(() => undefined);
+      await sessions
+        .update(replaced, { passwordHash, firstName, lastName, updatedAt })
+        .catch(() => undefined);
       throw error;
     }
     return replaced;
@@ -142,6 +146,7 @@ export function createAccountFlows(options: AccountFlowsOptions) {
         ...registration,
         status: 'pending',
         roles: [],
+        sessionKey: '',
         createdAt: time,
       };
       await users.create(account);
@@ -176,7 +181,7 @@ export function createAccountFlows(options: AccountFlowsOptions) {
       const { token } = await linkToken('activation', hash, 'consume');
       const account = await users.findById(token.accountId);
       if (account?.status !== 'pending' || account.passwordHash !== registered.passwordHash) throw invalid;
-      const activated = await users.update(account.id, { status: 'active', updatedAt: now() });
+      const activated = await sessions.update(account, { status: 'active', updatedAt: now() });
       if (!activated) throw invalid;
       await oneTimeTokens.deleteForAccount(account.id, 'activation');
       return activated;
@@ -215,7 +220,7 @@ export function createAccountFlows(options: AccountFlowsOptions) {
     /**
      * Sets the new password through a reset link, once: the link is consumed atomically only
      * after the new password passed every check, so a rejected password does not burn it.
-     * Every refresh token of the account is revoked, and its other reset links forgotten.
+     * Every session of the account ends, and its other reset links are forgotten.
      */
     async resetPassword(hash: string, input: { password: string; passwordConfirm: string }): Promise<void> {
       const { token, invalid } = await linkToken('reset', hash, 'find');
@@ -224,9 +229,7 @@ export function createAccountFlows(options: AccountFlowsOptions) {
       assertNewPasswordAcceptable({ ...input, identity: account.identity, confirmRequired: true });
       const passwordHash = await passwords.hash(input.password);
       await linkToken('reset', hash, 'consume');
-      await refreshTokens.revokeSubject('user', account.id);
-      await users.update(account.id, { passwordHash, updatedAt: now() });
-      await refreshTokens.revokeSubject('user', account.id);
+      await sessions.update(account, { passwordHash, updatedAt: now() });
       await oneTimeTokens.deleteForAccount(account.id, 'reset');
     },
   };

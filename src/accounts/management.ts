@@ -13,6 +13,7 @@ import type {
 } from '../stores/types.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 import { assertNewPasswordAcceptable } from './password-policy.ts';
+import { createSessions } from './sessions.ts';
 
 /**
  * A stored hash no password verifies against: bcrypt hashes are 60 characters, and a
@@ -58,8 +59,8 @@ export type AccountManagement = ReturnType<typeof createAccountManagement>;
 
 /**
  * What administrators and account holders do with the accounts of one store (users or
- * admins). Every password change and every deactivation revokes the account's refresh tokens;
- * a deletion anonymises the record and revokes everything at once.
+ * admins). Every change is written through the sessions module, which ends the account's
+ * sessions when the change calls for it (a new password or identity, a new status, deletion).
  */
 export function createAccountManagement(deps: {
   kind: AccountKind;
@@ -69,21 +70,9 @@ export function createAccountManagement(deps: {
   passwords: Pick<PasswordHasher, 'hash' | 'verify'>;
   now?: () => Date;
 }) {
-  const { kind, accounts, refreshTokens, oneTimeTokens, passwords } = deps;
+  const { kind, accounts, oneTimeTokens, passwords } = deps;
   const now = deps.now ?? (() => new Date());
-  const revoke = (id: string) => refreshTokens.revokeSubject(kind, id);
-
-  /**
-   * Applies changes that invalidate sessions: revoke, write, revoke again. A failure after
-   * the first revocation leaves the account unchanged (the client just signs in again); the
-   * second one catches a login that slipped in between with the old credentials.
-   */
-  async function writeRevoking(id: string, changes: AccountChanges): Promise<Account | null> {
-    await revoke(id);
-    const updated = await accounts.update(id, changes);
-    await revoke(id);
-    return updated;
-  }
+  const sessions = createSessions({ kind, accounts, refreshTokens: deps.refreshTokens });
 
   /**
    * The last active superuser can neither go nor lose the role: without one nobody could
@@ -126,6 +115,7 @@ export function createAccountManagement(deps: {
         lastName: cleanName(input.lastName) ?? null,
         status: input.status,
         roles: [...input.roles],
+        sessionKey: '',
         createdAt: time,
         updatedAt: time,
       };
@@ -154,11 +144,7 @@ export function createAccountManagement(deps: {
       if (input.status !== undefined) changes.status = input.status;
       if (input.roles !== undefined) changes.roles = [...input.roles];
       if (input.password !== undefined) changes.passwordHash = await passwords.hash(input.password);
-      const endsSessions =
-        input.password !== undefined || (target.status === 'active' && status !== 'active');
-      const updated = endsSessions
-        ? await writeRevoking(target.id, changes)
-        : await accounts.update(target.id, changes);
+      const updated = await sessions.update(target, changes);
       // Links mailed to the old address must not act on the account any more.
       if (updated && input.identity !== undefined && input.identity !== target.identity)
         await oneTimeTokens.deleteForAccount(target.id);
@@ -167,8 +153,8 @@ export function createAccountManagement(deps: {
 
     /**
      * The account holder's own change. A password change needs the current password, the new
-     * one twice, and ends every other session (refresh tokens); a wrong current password is a
-     * 400 with `errors.currentPassword`.
+     * one twice, and ends every session, the caller's too; a wrong current password is a 400
+     * with `errors.currentPassword`.
      */
     async updateOwn(account: Account, input: OwnProfileUpdate): Promise<Account | null> {
       const changes: AccountChanges = { updatedAt: now() };
@@ -176,7 +162,7 @@ export function createAccountManagement(deps: {
       if (input.lastName !== undefined) changes.lastName = cleanName(input.lastName);
       const { currentPassword, password, passwordConfirm } = input;
       if (currentPassword === undefined && password === undefined && passwordConfirm === undefined)
-        return accounts.update(account.id, changes);
+        return sessions.update(account, changes);
       const missing: Record<string, string[]> = {};
       if (currentPassword === undefined) missing.currentPassword = ['Required to change the password'];
       if (password === undefined) missing.password = ['Required to change the password'];
@@ -192,7 +178,7 @@ export function createAccountManagement(deps: {
       if (!(await passwords.verify(currentPassword, account.passwordHash)))
         throw new ValidationFailed({ currentPassword: ['Is not the current password'] });
       changes.passwordHash = await passwords.hash(password);
-      return writeRevoking(account.id, changes);
+      return sessions.update(account, changes);
     },
 
     /** Activates a pending or inactive account; an active one stays as it is. */
@@ -200,20 +186,19 @@ export function createAccountManagement(deps: {
       const updated =
         account.status === 'active'
           ? account
-          : await accounts.update(account.id, { status: 'active', updatedAt: now() });
+          : await sessions.update(account, { status: 'active', updatedAt: now() });
       await oneTimeTokens.deleteForAccount(account.id, 'activation');
       return updated;
     },
 
     /**
      * Deletion keeps an anonymised record: identity `deleted-<id>@invalid` (which frees the
-     * real one), no names, no roles, a hash no password matches, status `deleted`. Every
-     * refresh token is revoked, and the access tokens are refused at once because
-     * authentication only accepts active accounts.
+     * real one), no names, no roles, a hash no password matches, status `deleted`; every
+     * session of the account ends with it.
      */
     async remove(account: Account): Promise<void> {
       await assertSuperuserRemains(account, { status: 'deleted', roles: [] });
-      await writeRevoking(account.id, {
+      await sessions.update(account, {
         identity: `deleted-${account.id}@invalid`,
         passwordHash: UNUSABLE_PASSWORD_HASH,
         firstName: null,

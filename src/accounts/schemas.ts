@@ -158,7 +158,7 @@ export const UpdateAdminBody = body(
     password: Type.Optional(NewPassword),
     passwordConfirm: Type.Optional(PasswordConfirm),
   },
-  'The fields to change; roles only by a superuser',
+  'The fields to change; all but the names only by a superuser',
 );
 
 export type RegisterInput = Static<typeof RegisterBody>;

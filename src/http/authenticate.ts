@@ -1,6 +1,6 @@
+import { assertSessionValid } from '../accounts/sessions.ts';
 import { InvalidToken } from '../errors.ts';
 import type { AccessTokenService } from '../oauth/access-token.ts';
-import { credentialStamp } from '../oauth/credential-stamp.ts';
 import type { Stores } from '../stores/types.ts';
 import type { Identity } from './route.ts';
 
@@ -8,8 +8,9 @@ const GUEST: Identity = Object.freeze({ role: 'guest' });
 
 /**
  * Turns the `Authorization` header into an identity. No header: guest. A bearer token must
- * verify, and the account it names must still exist and be active: a deleted or deactivated
- * account is refused at once, even while its token has not expired.
+ * verify, and its session must still be valid: a deleted or deactivated account is refused
+ * at once, even while its token has not expired, and so is a token issued before the
+ * account's sessions ended (a password change, a deactivation since undone).
  */
 export function createAuthenticator(
   accessTokens: AccessTokenService,
@@ -26,9 +27,7 @@ export function createAuthenticator(
       return { role: 'client', client };
     }
     const account = await (subject.kind === 'admin' ? stores.admins : stores.users).findById(subject.id);
-    if (account?.status !== 'active') throw new InvalidToken('Account is not active');
-    if (stamp !== credentialStamp(account.passwordHash))
-      throw new InvalidToken('Password changed since the token was issued');
+    assertSessionValid(account, stamp, (detail) => new InvalidToken(detail));
     return subject.kind === 'admin' ? { role: 'admin', account } : { role: 'user', account };
   };
 }

@@ -1,12 +1,13 @@
 import type { Account, AccountSortField } from './types.ts';
 
 /**
- * The key an identity is unique under. User identities are e-mail addresses and compare
- * case-insensitively; every backend stores this key rather than relying on collations,
- * which FerretDB does not support.
+ * The key an identity is unique under and found by. Identities compare without regard to
+ * case: `Ada@example.com` and `ada@example.com` are one address, `Admin` and `admin` one
+ * administrator. Every backend stores this key rather than relying on collations, which
+ * FerretDB does not support.
  */
-export function identityKey(identity: string, foldCase: boolean): string {
-  return foldCase ? identity.toLowerCase() : identity;
+export function identityKey(identity: string): string {
+  return identity.toLowerCase();
 }
 
 /** Sort order shared by every backend, ties broken by id so pages are stable. */

@@ -92,7 +92,7 @@ async function openMongo(
       await withTimeout(
         (async () => {
           await client.connect();
-          await ensureIndexes(client.db());
+          await ensureIndexes(client.db(), log);
         })(),
         deadline - Date.now(),
       );

@@ -18,6 +18,12 @@ export interface Account {
   status: AccountStatus;
   /** Admin accounts: `admin` and/or `superuser`. User accounts: empty. */
   roles: AdminRole[];
+  /**
+   * Part of the credential stamp the account's tokens carry: a fresh random value whenever
+   * every session of the account ends. Empty until the first such change, and on accounts
+   * stored before it existed.
+   */
+  sessionKey: string;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -37,7 +43,7 @@ export interface AccountQuery {
 
 export interface AccountStore {
   findById(id: string): Promise<Account | null>;
-  /** Identity lookup; user stores compare e-mail identities case-insensitively. */
+  /** Identity lookup. Identities compare without regard to case, and are unique that way. */
   findByIdentity(identity: string): Promise<Account | null>;
   /** Throws DuplicateIdentity when the identity is taken. */
   create(account: Account): Promise<void>;
@@ -85,7 +91,7 @@ export interface RefreshTokenGrant {
   accountKind: AccountKind;
   subject: string;
   scope: string;
-  /** The account's credential stamp at login: the token dies when the password changes. */
+  /** The account's credential stamp at login: the token dies when the account's sessions end. */
   credentialStamp: string;
   /** Epoch milliseconds. */
   expiresAt: number;

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import type { AdminRole } from '../../src/stores/types.ts';
 import { ADMIN_CLIENT, refreshGrant, request, SEEDED_ADMIN } from '../support/http.ts';
 import { backends, startTestServer, type TestServer } from '../support/server.ts';
 import { adminLogin, PASSWORD, storeAccount } from './fixtures.ts';
@@ -74,16 +76,48 @@ for (const backend of backends()) {
       }
     });
 
-    test('a plain admin changes plain admins, but not superusers, roles, or their own password without the current one', async () => {
+    test('admin identities are unique without regard to case, and sign-in finds any spelling', async () => {
+      const created = await request(server.url, 'POST', '/admins', {
+        token: superToken,
+        json: { identity: 'Case.Admin', password: PASSWORD },
+      });
+      assert.equal(created.status, 201);
+      const twin = await request(server.url, 'POST', '/admins', {
+        token: superToken,
+        json: { identity: 'case.admin', password: PASSWORD },
+      });
+      assert.equal(twin.status, 409);
+      const other = await plainAdmin('case-other');
+      const renamed = await request(server.url, 'PATCH', `/admins/${other.account.id}`, {
+        token: superToken,
+        json: { identity: 'CASE.ADMIN' },
+      });
+      assert.equal(renamed.status, 409);
+      const session = await adminLogin(server.url, 'CASE.admin');
+      const me = await request(server.url, 'GET', '/admins/my-account', { token: session.access_token });
+      assert.equal(me.body.id, created.body.id);
+      assert.equal(me.body.identity, 'Case.Admin', 'shown as it was given');
+    });
+
+    test('a plain admin changes the names of plain admins, and nothing else of an administrator', async () => {
       const actor = await plainAdmin('plain-actor');
       const other = await plainAdmin('plain-other');
       const token = actor.token;
       const renamed = await request(server.url, 'PATCH', `/admins/${other.account.id}`, {
         token,
-        json: { firstName: 'Other', status: 'inactive' },
+        json: { firstName: 'Other', lastName: null },
       });
       assert.equal(renamed.status, 200);
-      assert.equal(renamed.body.status, 'inactive');
+      assert.equal(renamed.body.firstName, 'Other');
+      const deactivate = await request(server.url, 'PATCH', `/admins/${other.account.id}`, {
+        token,
+        json: { firstName: 'Sneaky', status: 'inactive' },
+      });
+      assert.equal(deactivate.status, 403);
+      assert.match(String(deactivate.body.detail), /Only a superuser may change an administrator's status/);
+      const unchanged = await server.app.stores.admins.findById(other.account.id);
+      assert.equal(unchanged?.status, 'active', 'a refused change changes nothing');
+      assert.equal(unchanged?.firstName, 'Other');
       const onSuperuser = await request(server.url, 'PATCH', `/admins/${seededAdminId}`, {
         token,
         json: { firstName: 'Hijack' },
@@ -99,12 +133,78 @@ for (const backend of backends()) {
         json: { password: 'a password of my own' },
       });
       assert.equal(ownPassword.status, 403);
+      assert.match(String(ownPassword.body.detail), /PATCH \/admins\/my-account/);
       assert.equal(
         (await request(server.url, 'GET', `/admins/${seededAdminId}`, { token })).status,
         200,
         'but any admin may read any admin',
       );
       assert.equal((await request(server.url, 'GET', '/admins/not-a-uuid', { token })).status, 404);
+    });
+
+    test('who may change which field of which administrator', async () => {
+      type Actor = 'plain' | 'superuser';
+      type Target = 'other plain admin' | 'themself' | 'another superuser';
+      const CHANGES = {
+        names: () => ({ firstName: 'New', lastName: 'Names' }),
+        identity: () => ({ identity: `renamed-${randomUUID().slice(0, 8)}` }),
+        password: () => ({ password: 'chosen for someone' }),
+        status: () => ({ status: 'inactive' }),
+        roles: () => ({ roles: ['admin', 'superuser'] }),
+      };
+      type Field = keyof typeof CHANGES;
+      const everything = (status: number, except: Partial<Record<Field, number>> = {}) =>
+        ({ names: status, identity: status, password: status, status, roles: status, ...except }) as Record<
+          Field,
+          number
+        >;
+      const EXPECTED: Record<Actor, Record<Target, Record<Field, number>>> = {
+        plain: {
+          'other plain admin': everything(403, { names: 200 }),
+          // Their own password through /admins/my-account, with the current one.
+          themself: everything(403, { names: 200 }),
+          'another superuser': everything(403),
+        },
+        superuser: {
+          'other plain admin': everything(200),
+          themself: everything(200, { password: 403 }),
+          'another superuser': everything(200),
+        },
+      };
+      const admin = (roles: AdminRole[]) =>
+        storeAccount(server.app.stores.admins, hash, { identity: `cell-${randomUUID()}`, roles });
+      const failures: string[] = [];
+      for (const [actorKind, targets] of Object.entries(EXPECTED) as [
+        Actor,
+        Record<Target, Record<Field, number>>,
+      ][]) {
+        for (const [targetKind, fields] of Object.entries(targets) as [Target, Record<Field, number>][]) {
+          for (const [field, expected] of Object.entries(fields) as [Field, number][]) {
+            // Fresh accounts per cell: a deactivation or a new password ends the sessions it acts on.
+            const actor = await admin(actorKind === 'plain' ? ['admin'] : ['superuser']);
+            const { access_token: token } = await adminLogin(server.url, actor.identity);
+            const target =
+              targetKind === 'themself'
+                ? actor
+                : await admin(targetKind === 'another superuser' ? ['superuser'] : ['admin']);
+            const before = await server.app.stores.admins.findById(target.id);
+            const response = await request(server.url, 'PATCH', `/admins/${target.id}`, {
+              token,
+              json: CHANGES[field](),
+            });
+            const cell = `${actorKind} changing the ${field} of ${targetKind}`;
+            if (response.status !== expected)
+              failures.push(`${cell}: ${response.status}, expected ${expected}`);
+            if (expected === 403)
+              assert.deepEqual(
+                await server.app.stores.admins.findById(target.id),
+                before,
+                `${cell} changed nothing`,
+              );
+          }
+        }
+      }
+      assert.deepEqual(failures, []);
     });
 
     test('a superuser changes roles; a password change ends the sessions of that admin', async () => {

@@ -22,6 +22,7 @@ export async function storeAccount(
     lastName: null,
     status: fields.status ?? 'active',
     roles: fields.roles ?? [],
+    sessionKey: '',
     createdAt: now,
     updatedAt: now,
   };

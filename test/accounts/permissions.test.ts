@@ -160,6 +160,25 @@ const CASES: Case[] = [
     body: () => ({ lastName: 'Changed' }),
     expect: ADMINS(200),
   },
+  // Another admin's identity, password and status: only a superuser changes them.
+  {
+    route: 'PATCH /admins/{id} {identity}',
+    path: async (ctx) => `/admins/${await ctx.newAdmin()}`,
+    body: () => ({ identity: `renamed-${randomUUID().slice(0, 8)}` }),
+    expect: SUPERUSER_ONLY(200),
+  },
+  {
+    route: 'PATCH /admins/{id} {password}',
+    path: async (ctx) => `/admins/${await ctx.newAdmin()}`,
+    body: () => ({ password: 'set by someone else' }),
+    expect: SUPERUSER_ONLY(200),
+  },
+  {
+    route: 'PATCH /admins/{id} {status}',
+    path: async (ctx) => `/admins/${await ctx.newAdmin()}`,
+    body: () => ({ status: 'inactive' }),
+    expect: SUPERUSER_ONLY(200),
+  },
   {
     route: 'DELETE /admins/{id}',
     path: async (ctx) => `/admins/${await ctx.newAdmin()}`,

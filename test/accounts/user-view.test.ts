@@ -34,6 +34,7 @@ for (const backend of backends()) {
         lastName: null,
         status: 'active',
         roles: [],
+        sessionKey: '',
         createdAt: now,
         updatedAt: now,
       });

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { MongoClient } from 'mongodb';
+import { type Db, MongoClient } from 'mongodb';
 import { DuplicateIdentity } from '../../src/errors.ts';
 import { compareAccounts } from '../../src/stores/account-rules.ts';
 import { MemoryAccountStore } from '../../src/stores/memory/index.ts';
@@ -39,6 +39,7 @@ function account(identity: string, overrides: Partial<Account> = {}): Account {
     lastName: null,
     status: 'active',
     roles: [],
+    sessionKey: '',
     createdAt: at,
     updatedAt: at,
     ...overrides,
@@ -92,14 +93,14 @@ function accountContract(open: () => Promise<Harness>, options: { separateConnec
     assert.deepEqual(await h.users.findByIdentity('CAROL@example.com'), a);
   });
 
-  test('admin identities are case-sensitive', async () => {
-    const lower = account('dave');
-    const upper = account('Dave');
-    await h.admins.create(lower);
-    await h.admins.create(upper);
-    assert.deepEqual(await h.admins.findByIdentity('dave'), lower);
-    assert.deepEqual(await h.admins.findByIdentity('Dave'), upper);
-    assert.equal(await h.admins.findByIdentity('DAVE'), null);
+  test('admin identities are unique without regard to case, and found that way', async () => {
+    const dave = account('Dave');
+    await h.admins.create(dave);
+    await assert.rejects(h.admins.create(account('dave')), DuplicateIdentity);
+    assert.equal(await h.admins.createIfAbsent(account('DAVE')), false);
+    assert.deepEqual(await h.admins.findByIdentity('dave'), dave);
+    assert.deepEqual(await h.admins.findByIdentity('DAVE'), dave);
+    assert.equal(await h.admins.count({}), 1);
   });
 
   test('update changes fields and returns the updated account', async () => {
@@ -138,7 +139,19 @@ function accountContract(open: () => Promise<Harness>, options: { separateConnec
     await h.admins.create(root);
     await h.admins.create(ops);
     await assert.rejects(h.admins.update(ops.id, { identity: 'root' }), DuplicateIdentity);
-    assert.equal((await h.admins.update(ops.id, { identity: 'Root' }))?.identity, 'Root');
+    await assert.rejects(h.admins.update(ops.id, { identity: 'Root' }), DuplicateIdentity);
+    assert.equal((await h.admins.update(ops.id, { identity: 'Ops' }))?.identity, 'Ops');
+    assert.equal((await h.admins.findByIdentity('OPS'))?.id, ops.id);
+  });
+
+  test('the session key is kept by other changes and replaced only when given', async () => {
+    const a = account('keyed@example.com', { sessionKey: 'first-key' });
+    await h.users.create(a);
+    assert.equal((await h.users.findById(a.id))?.sessionKey, 'first-key');
+    assert.equal((await h.users.update(a.id, { firstName: 'Same' }))?.sessionKey, 'first-key');
+    const ended = await h.users.update(a.id, { status: 'inactive', sessionKey: 'second-key' });
+    assert.equal(ended?.sessionKey, 'second-key');
+    assert.equal((await h.users.findByIdentity('KEYED@example.com'))?.sessionKey, 'second-key');
   });
 
   test('delete removes the account and frees its identity', async () => {
@@ -245,11 +258,11 @@ describe('AccountStore: memory', () => {
   accountContract(
     async () => {
       const h: Harness = {
-        admins: new MemoryAccountStore({ foldIdentityCase: false }),
-        users: new MemoryAccountStore({ foldIdentityCase: true }),
+        admins: new MemoryAccountStore(),
+        users: new MemoryAccountStore(),
         async reset() {
-          h.admins = new MemoryAccountStore({ foldIdentityCase: false });
-          h.users = new MemoryAccountStore({ foldIdentityCase: true });
+          h.admins = new MemoryAccountStore();
+          h.users = new MemoryAccountStore();
         },
         async close() {},
       };
@@ -271,7 +284,7 @@ describe('AccountStore: MongoDB', {
       const connect = async () => {
         const client = new MongoClient(url, { serverSelectionTimeoutMS: 5000 });
         await client.connect();
-        await ensureIndexes(client.db());
+        await ensureIndexes(client.db(), () => undefined);
         return { client, stores: mongoCatalogStores(client.db()) };
       };
       const main = await connect();
@@ -299,7 +312,7 @@ describe('AccountStore: MongoDB', {
     const url = withDatabase(mongodbUrl ?? '', uniqueName('accounts_raw'));
     const client = new MongoClient(url, { serverSelectionTimeoutMS: 5000 });
     try {
-      await ensureIndexes(client.db());
+      await ensureIndexes(client.db(), () => undefined);
       const a = account('Raw@Example.com');
       await mongoCatalogStores(client.db()).users.create(a);
       const raw = await client.db().collection('users').findOne({});
@@ -316,6 +329,7 @@ describe('AccountStore: MongoDB', {
           'lastName',
           'passwordHash',
           'roles',
+          'sessionKey',
           'status',
           'updatedAt',
         ],
@@ -324,5 +338,101 @@ describe('AccountStore: MongoDB', {
       await client.db().dropDatabase();
       await client.close();
     }
+  });
+
+  type StoredDoc = Record<string, unknown> & { _id: string };
+
+  /** A database of its own with admin documents as an earlier version stored them. */
+  async function withLegacyDocuments(
+    docs: StoredDoc[],
+    check: (db: Db, logged: string[]) => Promise<void>,
+  ): Promise<void> {
+    const client = new MongoClient(withDatabase(mongodbUrl ?? '', uniqueName('accounts_legacy')), {
+      serverSelectionTimeoutMS: 5000,
+    });
+    try {
+      const admins = client.db().collection<StoredDoc>('admins');
+      // The index as earlier versions created it: on the identity as typed.
+      await admins.createIndex({ identityKey: 1 }, { unique: true, name: 'identityKey_unique' });
+      for (const doc of docs) await admins.insertOne(doc);
+      const logged: string[] = [];
+      await check(client.db(), logged);
+    } finally {
+      await client.db().dropDatabase();
+      await client.close();
+    }
+  }
+
+  /** An admin document as stored before admin identities were folded and accounts had session keys. */
+  function legacyAdmin(identity: string, createdAt: number): StoredDoc {
+    const at = new Date(Date.UTC(2023, 0, 1) + createdAt * 1000);
+    return {
+      _id: randomUUID(),
+      identity,
+      identityKey: identity,
+      passwordHash: `$2b$10$hash-of-${identity}`,
+      firstName: null,
+      lastName: null,
+      status: 'active',
+      roles: ['admin'],
+      createdAt: at,
+      updatedAt: at,
+    };
+  }
+
+  test('at open, unfolded admin keys are folded; admins differing only by case are kept and logged', async () => {
+    const legacy = legacyAdmin('Legacy', 1);
+    const lower = legacyAdmin('dave', 2);
+    const upper = legacyAdmin('Dave', 3);
+    const older = legacyAdmin('OLD', 4);
+    const newer = legacyAdmin('Old', 5);
+    await withLegacyDocuments([legacy, upper, lower, newer, older], async (db, logged) => {
+      const log = (message: string) => logged.push(message);
+      // Two processes starting at once, then a restart: none fails, and they agree.
+      await Promise.all([ensureIndexes(db, log), ensureIndexes(db, log)]);
+      await ensureIndexes(db, log);
+      const keys = new Map(
+        (await db.collection<StoredDoc>('admins').find({}).toArray()).map((doc) => [
+          doc._id,
+          doc.identityKey,
+        ]),
+      );
+      assert.equal(keys.get(legacy._id), 'legacy');
+      assert.equal(keys.get(lower._id), 'dave');
+      assert.equal(keys.get(upper._id), 'Dave', 'the folded key was taken: it keeps its own');
+      assert.equal(keys.get(older._id), 'old', 'the older one gets the folded key');
+      assert.equal(keys.get(newer._id), 'Old');
+      assert.ok(logged.length >= 2 && logged.every((line) => /differs only by case/.test(line)));
+      assert.ok(logged.some((line) => line.includes(upper._id)));
+      assert.ok(logged.some((line) => line.includes(newer._id)));
+      assert.ok(!logged.some((line) => line.includes(lower._id) || line.includes(legacy._id)));
+
+      const { admins } = mongoCatalogStores(db);
+      assert.equal((await admins.findByIdentity('LEGACY'))?.id, legacy._id);
+      assert.equal((await admins.findByIdentity('Dave'))?.id, upper._id, 'found by its exact identity');
+      assert.equal((await admins.findByIdentity('dave'))?.id, lower._id);
+      assert.equal((await admins.findByIdentity('DAVE'))?.id, lower._id);
+      assert.equal((await admins.findByIdentity('Old'))?.id, newer._id);
+      assert.equal((await admins.findByIdentity('oLD'))?.id, older._id);
+      await assert.rejects(admins.create(account('legacy')), DuplicateIdentity);
+      await assert.rejects(admins.create(account('DAVE')), DuplicateIdentity);
+      // Renaming one of the pair resolves it: the next start logs nothing about it.
+      await admins.update(upper._id, { identity: 'dave.two' });
+      logged.length = 0;
+      await ensureIndexes(db, log);
+      assert.ok(!logged.some((line) => line.includes(upper._id)));
+    });
+  });
+
+  test('an account stored before session keys reads with an empty one, and can be given one', async () => {
+    const legacy = legacyAdmin('keyless', 1);
+    await withLegacyDocuments([legacy], async (db) => {
+      await ensureIndexes(db, () => undefined);
+      const { admins } = mongoCatalogStores(db);
+      assert.equal((await admins.findById(legacy._id))?.sessionKey, '');
+      assert.equal((await admins.findByIdentity('keyless'))?.sessionKey, '');
+      assert.equal((await admins.update(legacy._id, { firstName: 'Kept' }))?.sessionKey, '');
+      assert.equal((await admins.update(legacy._id, { sessionKey: 'new-key' }))?.sessionKey, 'new-key');
+    });
   });
 });

@@ -143,7 +143,7 @@ describe('ClientStore/ScopeStore: MongoDB', {
       const connect = async () => {
         const mongo = new MongoClient(url, { serverSelectionTimeoutMS: 5000 });
         await mongo.connect();
-        await ensureIndexes(mongo.db());
+        await ensureIndexes(mongo.db(), () => undefined);
         return { mongo, stores: mongoCatalogStores(mongo.db()) };
       };
       const main = await connect();

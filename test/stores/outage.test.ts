@@ -58,6 +58,7 @@ function account(identity: string): Account {
     lastName: null,
     status: 'active',
     roles: [],
+    sessionKey: '',
     createdAt: now,
     updatedAt: now,
   };

@@ -17,11 +17,16 @@ import {
 
 const isSuperuser = (identity: Identity) => rolesOf(identity).includes('superuser');
 
+/** What of an administrator only a superuser changes: the credentials, the status, the roles. */
+const SUPERUSER_ONLY_FIELDS = ['identity', 'password', 'status', 'roles'] as const;
+
 /**
- * Administrator accounts. Any admin may read them and change plain admins; only a superuser
- * creates or deletes admins, changes roles or touches a superuser's account, and the last
- * active superuser can be neither deleted nor demoted (409). `/admins/my-account` comes
- * before `/admins/:id` for the same reason as with users.
+ * Administrator accounts. Any admin may read them and change the names of plain admins;
+ * only a superuser creates or deletes admins, changes an admin's identity, password, status
+ * or roles, or touches a superuser's account (an admin's own password goes through
+ * `/admins/my-account`, with the current one), and the last active superuser can be neither
+ * deleted nor demoted (409). `/admins/my-account` comes before `/admins/:id` for the same
+ * reason as with users.
  */
 export function adminRoutes(admins: AccountManagement): AnyRoute[] {
   const resource: AccountResource = {
@@ -85,7 +90,7 @@ export function adminRoutes(admins: AccountManagement): AnyRoute[] {
       path: '/admins/:id',
       name: 'admin::update',
       summary:
-        "Change an administrator: names, identity, status, password; roles and superusers' accounts only by a superuser",
+        "Change an administrator: names; identity, status, password, roles and superusers' accounts only by a superuser",
       tags: ['admins'],
       permission: ['admin'],
       body: UpdateAdminBody,
@@ -95,16 +100,18 @@ export function adminRoutes(admins: AccountManagement): AnyRoute[] {
       },
       async handler({ params, body, identity }) {
         const target = await existingAdmin(params.id, { deleted: false });
-        if (!isSuperuser(identity)) {
-          if (target.roles.includes('superuser'))
-            throw new Forbidden("Only a superuser may change a superuser's account");
-          if (body.roles !== undefined) throw new Forbidden('Only a superuser may change roles');
-        }
         // Without the current password a stolen access token must not be enough to take the account.
         if (body.password !== undefined && target.id === callerAccount(identity).id)
           throw new Forbidden(
             'Change your own password with PATCH /admins/my-account, which asks for the current one',
           );
+        if (!isSuperuser(identity)) {
+          if (target.roles.includes('superuser'))
+            throw new Forbidden("Only a superuser may change a superuser's account");
+          const guarded = SUPERUSER_ONLY_FIELDS.filter((field) => body[field] !== undefined);
+          if (guarded.length > 0)
+            throw new Forbidden(`Only a superuser may change an administrator's ${guarded.join(', ')}`);
+        }
         const updated = await admins.update(target, body);
         if (!updated) throw new NotFound('No such admin');
         return accountReply(updated, base);

@@ -99,7 +99,7 @@ export function userRoutes(users: AccountManagement): AnyRoute[] {
       path: '/users/:id',
       name: 'user::update',
       summary:
-        'Change a user account: names, identity, status, password (a password change ends its sessions)',
+        'Change a user account: names, identity, status, password (a new password, identity or status ends its sessions)',
       tags: ['users'],
       permission: ['admin'],
       body: UpdateUserBody,

@@ -34,8 +34,8 @@ export const passwordGrant: Grant = {
     if (account.status !== 'active') throw new InvalidGrant();
     return issueTokens(deps, {
       subject: { kind: client.accountKind, id: account.id },
-      // The hash this login was verified against: should it change meanwhile, these tokens die.
-      credentialStamp: credentialStamp(account.passwordHash),
+      // The account as this login read it: should its sessions end meanwhile, these tokens die.
+      credentialStamp: credentialStamp(account),
       client,
       scope,
       withRefreshToken: true,

@@ -76,9 +76,8 @@ async function rotate(
   const accounts = grant.accountKind === 'admin' ? deps.stores.admins : deps.stores.users;
   const account = await accounts.findById(grant.subject);
   if (account?.status !== 'active') throw new InvalidGrant('Invalid credentials');
-  // The password changed since this family's login: the session ended with it.
-  if (grant.credentialStamp !== credentialStamp(account.passwordHash))
-    throw new InvalidGrant('Invalid credentials');
+  // The account's sessions ended since this family's login (a new password, a deactivation, …).
+  if (grant.credentialStamp !== credentialStamp(account)) throw new InvalidGrant('Invalid credentials');
   return issueTokens(deps, {
     subject: { kind: grant.accountKind, id: account.id },
     client,

@@ -13,30 +13,25 @@ import type {
 export class MemoryAccountStore implements AccountStore {
   readonly #byId = new Map<string, Account>();
   readonly #idByKey = new Map<string, string>();
-  readonly #foldCase: boolean;
-
-  constructor(options: { foldIdentityCase: boolean }) {
-    this.#foldCase = options.foldIdentityCase;
-  }
 
   async findById(id: string): Promise<Account | null> {
     return copy(this.#byId.get(id));
   }
 
   async findByIdentity(identity: string): Promise<Account | null> {
-    const id = this.#idByKey.get(identityKey(identity, this.#foldCase));
+    const id = this.#idByKey.get(identityKey(identity));
     return id === undefined ? null : copy(this.#byId.get(id));
   }
 
   async create(account: Account): Promise<void> {
-    const key = identityKey(account.identity, this.#foldCase);
+    const key = identityKey(account.identity);
     if (this.#idByKey.has(key)) throw new DuplicateIdentity(account.identity);
     this.#idByKey.set(key, account.id);
     this.#byId.set(account.id, structuredClone(account));
   }
 
   async createIfAbsent(account: Account): Promise<boolean> {
-    if (this.#idByKey.has(identityKey(account.identity, this.#foldCase))) return false;
+    if (this.#idByKey.has(identityKey(account.identity))) return false;
     await this.create(account);
     return true;
   }
@@ -44,9 +39,9 @@ export class MemoryAccountStore implements AccountStore {
   async update(id: string, changes: AccountChanges): Promise<Account | null> {
     const current = this.#byId.get(id);
     if (!current) return null;
-    const oldKey = identityKey(current.identity, this.#foldCase);
+    const oldKey = identityKey(current.identity);
     const next: Account = { ...current, ...structuredClone(changes) };
-    const newKey = identityKey(next.identity, this.#foldCase);
+    const newKey = identityKey(next.identity);
     if (newKey !== oldKey) {
       if (this.#idByKey.has(newKey)) throw new DuplicateIdentity(next.identity);
       this.#idByKey.delete(oldKey);
@@ -60,7 +55,7 @@ export class MemoryAccountStore implements AccountStore {
     const current = this.#byId.get(id);
     if (!current) return false;
     this.#byId.delete(id);
-    this.#idByKey.delete(identityKey(current.identity, this.#foldCase));
+    this.#idByKey.delete(identityKey(current.identity));
     return true;
   }
 

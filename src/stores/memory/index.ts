@@ -9,8 +9,8 @@ export function memoryCatalogStores(): Pick<
   'admins' | 'users' | 'clients' | 'scopes' | 'oneTimeTokens'
 > {
   return {
-    admins: new MemoryAccountStore({ foldIdentityCase: false }),
-    users: new MemoryAccountStore({ foldIdentityCase: true }),
+    admins: new MemoryAccountStore(),
+    users: new MemoryAccountStore(),
     clients: new MemoryClientStore(),
     scopes: new MemoryScopeStore(),
     oneTimeTokens: new MemoryOneTimeTokenStore(),

@@ -11,7 +11,12 @@ import type {
 } from '../types.ts';
 
 /** How an account is stored: the UUID as `_id`, plus the folded identity the unique index is on. */
-export type AccountDoc = Omit<Account, 'id'> & { _id: string; identityKey: string };
+export type AccountDoc = Omit<Account, 'id' | 'sessionKey'> & {
+  _id: string;
+  identityKey: string;
+  /** Absent from documents stored before it existed, which means empty. */
+  sessionKey?: string;
+};
 
 /**
  * True for a unique-index violation. MongoDB (and FerretDB on inserts) answers code 11000;
@@ -30,6 +35,7 @@ const CHANGEABLE = [
   'lastName',
   'status',
   'roles',
+  'sessionKey',
   'updatedAt',
 ] as const satisfies readonly (keyof AccountChanges)[];
 
@@ -40,11 +46,9 @@ const CHANGEABLE = [
  */
 export class MongoAccountStore implements AccountStore {
   readonly #collection: Collection<AccountDoc>;
-  readonly #foldCase: boolean;
 
-  constructor(collection: Collection<AccountDoc>, options: { foldIdentityCase: boolean }) {
+  constructor(collection: Collection<AccountDoc>) {
     this.#collection = collection;
-    this.#foldCase = options.foldIdentityCase;
   }
 
   async findById(id: string): Promise<Account | null> {
@@ -52,7 +56,13 @@ export class MongoAccountStore implements AccountStore {
   }
 
   async findByIdentity(identity: string): Promise<Account | null> {
-    return toAccount(await this.#collection.findOne({ identityKey: identityKey(identity, this.#foldCase) }));
+    const key = identityKey(identity);
+    if (key === identity) return toAccount(await this.#collection.findOne({ identityKey: key }));
+    // An admin that kept its unfolded key (see foldIdentityKeys) is found by its exact identity.
+    const docs = await this.#collection.find({ identityKey: { $in: [key, identity] } }).toArray();
+    return toAccount(
+      docs.find((doc) => doc.identity === identity) ?? docs.find((doc) => doc.identityKey === key),
+    );
   }
 
   async create(account: Account): Promise<void> {
@@ -82,7 +92,7 @@ export class MongoAccountStore implements AccountStore {
     for (const key of CHANGEABLE) {
       if (changes[key] !== undefined) Object.assign(set, { [key]: changes[key] });
     }
-    if (changes.identity !== undefined) set.identityKey = identityKey(changes.identity, this.#foldCase);
+    if (changes.identity !== undefined) set.identityKey = identityKey(changes.identity);
     // `$set: {}` is an error on MongoDB, and there is nothing to write anyway.
     if (Object.keys(set).length === 0) return this.findById(id);
     try {
@@ -129,12 +139,13 @@ export class MongoAccountStore implements AccountStore {
     return {
       _id: account.id,
       identity: account.identity,
-      identityKey: identityKey(account.identity, this.#foldCase),
+      identityKey: identityKey(account.identity),
       passwordHash: account.passwordHash,
       firstName: account.firstName,
       lastName: account.lastName,
       status: account.status,
       roles: [...account.roles],
+      sessionKey: account.sessionKey,
       createdAt: account.createdAt,
       updatedAt: account.updatedAt,
     };
@@ -142,7 +153,7 @@ export class MongoAccountStore implements AccountStore {
 }
 
 /** Maps field by field so internal fields (`_id`, `identityKey`) never leak out. */
-function toAccount(doc: AccountDoc | null): Account | null {
+function toAccount(doc: AccountDoc | null | undefined): Account | null {
   if (!doc) return null;
   return {
     id: doc._id,
@@ -152,7 +163,39 @@ function toAccount(doc: AccountDoc | null): Account | null {
     lastName: doc.lastName ?? null,
     status: doc.status,
     roles: [...(doc.roles ?? [])],
+    sessionKey: doc.sessionKey ?? '',
     createdAt: doc.createdAt,
     updatedAt: doc.updatedAt,
   };
+}
+
+/**
+ * Admin identities were once unique with regard to case, so stored admins may have an
+ * unfolded `identityKey`. Folds each at open, oldest account first; the unique index
+ * arbitrates, so concurrent starts agree and never fail. Two admins that differ only by case
+ * cannot share the folded key: one holds it, the other keeps its old key, is still found by
+ * its exact identity, and is logged at every start until an operator renames one of them.
+ * Reads the whole collection: administrators are few.
+ */
+export async function foldIdentityKeys(
+  collection: Collection<AccountDoc>,
+  log: (message: string) => void,
+): Promise<void> {
+  const docs = await collection
+    .find({}, { projection: { identity: 1, identityKey: 1 } })
+    .sort({ createdAt: 1, _id: 1 })
+    .toArray();
+  for (const { _id, identity, identityKey: stored } of docs) {
+    const key = identityKey(identity);
+    if (stored === key) continue;
+    try {
+      await collection.updateOne({ _id, identityKey: stored }, { $set: { identityKey: key } });
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+      log(
+        `Account ${_id} ("${identity}") differs only by case from another one in ${collection.collectionName}; ` +
+          'both are kept and sign in with their exact identity: rename one of them',
+      );
+    }
+  }
 }
