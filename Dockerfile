@@ -7,7 +7,9 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 # npm install, not npm ci: the lock file lacks Biome's binaries for other platforms (the
 # registry it was made against does not carry them), which npm ci refuses; install honours it.
-RUN npm install --no-audit --no-fund
+# No install scripts: the only one is the optional `node` package's, which fetches the Node.js
+# the project pins for machines without it; this image has its own.
+RUN npm install --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
 # A type error fails the image build rather than a running container.
@@ -21,8 +23,12 @@ ENV NODE_ENV=production \
     LOG_DIR=/app/log
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The optional `node` package stays an empty shell without its install script: the base
+# image's Node.js runs the service.
 RUN npm install --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/src ./src
+# What `npm start` and `npm run cli` run first; the entry point below runs node directly.
+COPY scripts/check-node.cjs ./scripts/
 COPY ops/docker-entrypoint.sh ./ops/docker-entrypoint.sh
 # Empty key and log directories owned by the unprivileged user: a new named volume mounted
 # here starts as a copy of them, so the service can write its key files and logs.

@@ -6,17 +6,18 @@ export interface CorsPolicy {
 }
 
 const ALLOWED_REQUEST_HEADERS = 'Authorization, Content-Type, Accept, Error-Reporting-Token';
+/** What browser script may read beyond the CORS-safelisted response headers. */
+const EXPOSED_RESPONSE_HEADERS = 'Location, WWW-Authenticate, Deprecation, Sunset, Link';
 
-/** Adds the CORS response headers for an allowed `Origin`; a disallowed origin simply gets none. */
-export function applyCors(req: IncomingMessage, res: ServerResponse, policy: CorsPolicy): boolean {
-  const origin = req.headers.origin;
-  if (!origin || !isAllowed(origin, policy)) return false;
-  res.setHeader('Access-Control-Allow-Origin', policy.origins === '*' ? '*' : origin);
-  if (policy.origins !== '*') res.setHeader('Vary', 'Origin');
-  return true;
+/** The CORS headers of an actual (non-preflight) response; a disallowed origin gets none. */
+export function applyCors(req: IncomingMessage, res: ServerResponse, policy: CorsPolicy): void {
+  const allowOrigin = allowedOrigin(req, res, policy);
+  if (!allowOrigin) return;
+  res.setHeader('Access-Control-Allow-Origin', allowOrigin);
+  res.setHeader('Access-Control-Expose-Headers', EXPOSED_RESPONSE_HEADERS);
 }
 
-/** Answers a preflight request (OPTIONS with Access-Control-Request-Method) for a known path. */
+/** Answers an OPTIONS request for a known path: a CORS preflight when it asks for a method. */
 export function answerPreflight(
   req: IncomingMessage,
   res: ServerResponse,
@@ -24,15 +25,46 @@ export function answerPreflight(
   allowedMethods: readonly string[],
 ): void {
   res.setHeader('Allow', allowedMethods.join(', '));
-  if (req.headers['access-control-request-method'] && applyCors(req, res, policy)) {
-    res.setHeader('Access-Control-Allow-Methods', allowedMethods.join(', '));
-    res.setHeader('Access-Control-Allow-Headers', ALLOWED_REQUEST_HEADERS);
-    res.setHeader('Access-Control-Max-Age', String(policy.maxAge));
+  if (!req.headers['access-control-request-method']) {
+    applyCors(req, res, policy);
+  } else {
+    const allowOrigin = allowedOrigin(req, res, policy);
+    if (allowOrigin) {
+      res.setHeader('Access-Control-Allow-Origin', allowOrigin);
+      res.setHeader('Access-Control-Allow-Methods', allowedMethods.join(', '));
+      res.setHeader('Access-Control-Allow-Headers', ALLOWED_REQUEST_HEADERS);
+      res.setHeader('Access-Control-Max-Age', String(policy.maxAge));
+    }
   }
   res.statusCode = 204;
   res.end();
 }
 
-function isAllowed(origin: string, policy: CorsPolicy): boolean {
-  return policy.origins === '*' || policy.origins.includes(origin);
+/**
+ * The `Access-Control-Allow-Origin` value for this request, if its origin may read the answer.
+ * `*` answers every request alike, with or without an Origin, so a shared cache may hand any
+ * response to anyone. A list answers by Origin, so every response says it varies by Origin
+ * (allowed or not, or absent): otherwise a cache could hand one origin's answer, or one
+ * without CORS headers, to an allowed origin (Fetch standard, "CORS protocol and HTTP caches").
+ */
+function allowedOrigin(req: IncomingMessage, res: ServerResponse, policy: CorsPolicy): string | undefined {
+  if (policy.origins === '*') return '*';
+  if (policy.origins.length === 0) return undefined;
+  addVary(res, 'Origin');
+  const origin = req.headers.origin;
+  return origin !== undefined && policy.origins.includes(origin) ? origin : undefined;
+}
+
+/** Adds `field` to the response's Vary, keeping what configured headers put there. */
+function addVary(res: ServerResponse, field: string): void {
+  const current = res.getHeader('Vary');
+  if (current === undefined || current === '') {
+    res.setHeader('Vary', field);
+    return;
+  }
+  const value = Array.isArray(current) ? current.join(', ') : String(current);
+  const fields = value.split(',').map((name) => name.trim().toLowerCase());
+  if (!fields.includes('*') && !fields.includes(field.toLowerCase())) {
+    res.setHeader('Vary', `${value}, ${field}`);
+  }
 }

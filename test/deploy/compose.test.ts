@@ -168,6 +168,12 @@ describe('Dockerfile', () => {
     assert.match(final, /^ENTRYPOINT \["\/app\/ops\/docker-entrypoint\.sh"\]/m);
   });
 
+  test('neither stage fetches the Node.js that package.json pins for machines without one', () => {
+    const installs = dockerfile.match(/^RUN npm install[^\n]*/gm) ?? [];
+    assert.equal(installs.length, 2);
+    for (const install of installs) assert.match(install, /--ignore-scripts/);
+  });
+
   test('the entry point script exists, is executable and runs CLI commands', () => {
     const script = join(REPO_ROOT, 'ops/docker-entrypoint.sh');
     assert.ok(statSync(script).mode & 0o111, 'executable');
@@ -182,7 +188,7 @@ describe('Dockerfile', () => {
     const ignored = readFileSync(join(REPO_ROOT, '.dockerignore'), 'utf8').split('\n');
     for (const entry of ['node_modules', 'keys', 'log', '.env', '.git'])
       assert.ok(ignored.includes(entry), entry);
-    for (const needed of ['src', 'ops', 'package.json', 'package-lock.json', 'tsconfig.json']) {
+    for (const needed of ['src', 'ops', 'scripts', 'package.json', 'package-lock.json', 'tsconfig.json']) {
       assert.ok(!ignored.includes(needed), `${needed} is in the build context`);
     }
   });
