@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { stringify } from 'yaml';
-import type { Config, Deprecation, GrantType } from '../config.ts';
+import type { Deprecation, GrantType, ServiceDescription } from '../config.ts';
 import { PROBLEM_JSON } from '../http/problem.ts';
 import type { AnyRoute, ResponseSpec } from '../http/route.ts';
 import { ProblemSchema } from '../http/schemas.ts';
@@ -41,7 +41,7 @@ const SCOPES = { api: 'Access to the API' };
  */
 export function buildOpenApiDocument(
   routes: readonly AnyRoute[],
-  config: Pick<Config, 'appName' | 'appVersion' | 'appUrl' | 'deprecations' | 'grants'>,
+  config: ServiceDescription,
 ): OpenApiDocument {
   const schemas = new SchemaRegistry();
   const grants = ALL_GRANTS.filter((grant) => config.grants.has(grant.type));
