@@ -42,6 +42,18 @@ const NOT_PRODUCED: Readonly<Record<string, string>> = {
     'the same generic 500 is produced on every other route',
 };
 
+const UNKNOWN_HASH = 'A'.repeat(43);
+const NEW_PASSWORD = { password: 'a brand new password', passwordConfirm: 'a brand new password' };
+const WRONG_BASIC = `Basic ${Buffer.from('frontend:wrong-secret').toString('base64')}`;
+const passwordGrant = { grant_type: 'password', scope: 'api', ...FRONTEND_CLIENT, ...SEEDED_USER };
+const refreshGrant = (token: string) => ({
+  grant_type: 'refresh_token',
+  refresh_token: token,
+  ...FRONTEND_CLIENT,
+});
+const registration = (identity: string) => ({ identity, password: PASSWORD, passwordConfirm: PASSWORD });
+const reportToken = { 'Error-Reporting-Token': REPORT_TOKEN };
+
 /** What a case sends. `token` becomes a Bearer header; `json` a JSON body. */
 interface Call {
   method: string;
@@ -51,6 +63,12 @@ interface Call {
   /** A body sent as is, with its own Content-Type in `headers`. */
   raw?: string;
   headers?: Record<string, string>;
+}
+
+/** `call('PATCH /users/x', { token, json })`. */
+function call(line: string, options: Omit<Call, 'method' | 'path'> = {}): Call {
+  const [method = '', path = ''] = line.split(' ');
+  return { method, path, ...options };
 }
 
 /** The JSON the tests walk through; a type per member would only restate the document. */
@@ -103,352 +121,196 @@ for (const backend of backends())
 
     async function resetHash(): Promise<string> {
       const { identity } = await newUser();
-      await expectStatus({ method: 'POST', path: '/account/reset-password', json: { email: identity } }, 200);
+      await expectStatus(call('POST /account/reset-password', { json: { email: identity } }), 200);
       return mailedHash(identity, '/account/reset-password/');
     }
 
-    async function expectStatus(call: Call, status: number): Promise<void> {
-      const response = await send(server.url, call);
-      assert.equal(response.status, status, `${call.method} ${call.path}: ${response.text}`);
+    async function expectStatus(step: Call, status: number): Promise<void> {
+      const response = await send(server.url, step);
+      assert.equal(response.status, status, `${step.method} ${step.path}: ${response.text}`);
     }
-
-    const unknownId = () => randomUUID();
-    const unknownHash = 'A'.repeat(43);
-    const newPassword = { password: 'a brand new password', passwordConfirm: 'a brand new password' };
-    const basicAuth = (client: string) => `Basic ${Buffer.from(`${client}:wrong-secret`).toString('base64')}`;
 
     /**
      * Per route: `reach`, a request that passes every check of the pipeline (credentials, role,
      * body) and reaches the handler, which the generic cases vary; and the statuses that need
      * a request of their own. Whichever of success and 404 has none is what `reach` gets.
      */
-    const CASES: Record<string, { reach: () => Call } & Record<number, () => Promise<Call>>> = {
-      home: { reach: () => ({ method: 'GET', path: '/' }) },
+    const CASES: Record<string, { reach: () => Call } & Record<number, () => Call | Promise<Call>>> = {
+      home: { reach: () => call('GET /') },
       'security::generate-token': {
-        reach: () => ({
-          method: 'POST',
-          path: '/security/generate-token',
-          json: { grant_type: 'password', scope: 'api', ...FRONTEND_CLIENT, ...SEEDED_USER },
-        }),
-        400: async () => ({ method: 'POST', path: '/security/generate-token', json: { scope: 'api' } }),
-        401: async () => ({
-          method: 'POST',
-          path: '/security/generate-token',
-          headers: { Authorization: basicAuth('frontend') },
-          json: { grant_type: 'password', scope: 'api', ...SEEDED_USER },
-        }),
+        reach: () => call('POST /security/generate-token', { json: passwordGrant }),
+        400: () => call('POST /security/generate-token', { json: { scope: 'api' } }),
+        401: () =>
+          call('POST /security/generate-token', {
+            headers: { Authorization: WRONG_BASIC },
+            json: { grant_type: 'password', scope: 'api', ...SEEDED_USER },
+          }),
       },
       'security::refresh-token': {
-        reach: () => ({
-          method: 'POST',
-          path: '/security/refresh-token',
-          json: { grant_type: 'refresh_token', refresh_token: 'x'.repeat(40), ...FRONTEND_CLIENT },
-        }),
-        200: async () => ({
-          method: 'POST',
-          path: '/security/refresh-token',
-          json: {
-            grant_type: 'refresh_token',
-            refresh_token: (await userLogin(server.url, SEEDED_USER.username, SEEDED_USER.password))
-              .refresh_token,
-            ...FRONTEND_CLIENT,
-          },
-        }),
-        400: async () => ({
-          method: 'POST',
-          path: '/security/refresh-token',
-          json: { grant_type: 'refresh_token', ...FRONTEND_CLIENT },
-        }),
-        401: async () => ({
-          method: 'POST',
-          path: '/security/refresh-token',
-          headers: { Authorization: basicAuth('frontend') },
-          json: { grant_type: 'refresh_token', refresh_token: 'x'.repeat(40) },
-        }),
+        reach: () => call('POST /security/refresh-token', { json: refreshGrant('x'.repeat(40)) }),
+        200: async () => {
+          const { refresh_token } = await userLogin(server.url, SEEDED_USER.username, SEEDED_USER.password);
+          return call('POST /security/refresh-token', { json: refreshGrant(refresh_token) });
+        },
+        400: () =>
+          call('POST /security/refresh-token', { json: { grant_type: 'refresh_token', ...FRONTEND_CLIENT } }),
+        401: () =>
+          call('POST /security/refresh-token', {
+            headers: { Authorization: WRONG_BASIC },
+            json: { grant_type: 'refresh_token', refresh_token: 'x'.repeat(40) },
+          }),
       },
       'error-report': {
-        reach: () => ({
-          method: 'POST',
-          path: '/error-report',
-          headers: { 'Error-Reporting-Token': REPORT_TOKEN },
-          json: { message: 'TypeError: x is undefined', context: { release: '1.2.3' } },
-        }),
-        400: async () => ({
-          method: 'POST',
-          path: '/error-report',
-          headers: { 'Error-Reporting-Token': REPORT_TOKEN },
-          json: { context: {} },
-        }),
-        401: async () => ({ method: 'POST', path: '/error-report', json: { message: 'no token' } }),
-        403: async () => ({
-          method: 'POST',
-          path: '/error-report',
-          headers: { 'Error-Reporting-Token': 'not-the-configured-token' },
-          json: { message: 'wrong token' },
-        }),
+        reach: () =>
+          call('POST /error-report', {
+            headers: reportToken,
+            json: { message: 'TypeError: x is undefined' },
+          }),
+        400: () => call('POST /error-report', { headers: reportToken, json: { context: {} } }),
+        401: () => call('POST /error-report', { json: { message: 'no token' } }),
+        403: () =>
+          call('POST /error-report', {
+            headers: { 'Error-Reporting-Token': 'not-the-configured-token' },
+            json: { message: 'wrong token' },
+          }),
       },
       'account::register': {
-        reach: () => ({
-          method: 'POST',
-          path: '/account/register',
-          json: {
-            identity: `${unique('register')}@example.com`,
-            password: PASSWORD,
-            passwordConfirm: PASSWORD,
-          },
-        }),
-        400: async () => ({
-          method: 'POST',
-          path: '/account/register',
-          json: { identity: 'not an address' },
-        }),
-        409: async () => ({
-          method: 'POST',
-          path: '/account/register',
-          json: { identity: SEEDED_USER.username, password: PASSWORD, passwordConfirm: PASSWORD },
-        }),
+        reach: () =>
+          call('POST /account/register', { json: registration(`${unique('register')}@example.com`) }),
+        400: () => call('POST /account/register', { json: { identity: 'not an address' } }),
+        409: () => call('POST /account/register', { json: registration(SEEDED_USER.username) }),
       },
       'account::resend-activation': {
-        reach: () => ({ method: 'POST', path: '/account/activate', json: { email: 'nobody@example.com' } }),
-        400: async () => ({ method: 'POST', path: '/account/activate', json: { email: 'nobody' } }),
+        reach: () => call('POST /account/activate', { json: { email: 'nobody@example.com' } }),
+        400: () => call('POST /account/activate', { json: { email: 'nobody' } }),
       },
       'account::activate': {
-        reach: () => ({
-          method: 'PATCH',
-          path: `/account/activate/${unknownHash}`,
-          json: { password: PASSWORD },
-        }),
+        reach: () => call(`PATCH /account/activate/${UNKNOWN_HASH}`, { json: { password: PASSWORD } }),
         200: async () => {
           const identity = `${unique('activate')}@example.com`;
-          await expectStatus(
-            {
-              method: 'POST',
-              path: '/account/register',
-              json: { identity, password: PASSWORD, passwordConfirm: PASSWORD },
-            },
-            201,
-          );
+          await expectStatus(call('POST /account/register', { json: registration(identity) }), 201);
           const hash = await mailedHash(identity, '/account/activate/');
-          return { method: 'PATCH', path: `/account/activate/${hash}`, json: { password: PASSWORD } };
+          return call(`PATCH /account/activate/${hash}`, { json: { password: PASSWORD } });
         },
-        400: async () => ({ method: 'PATCH', path: `/account/activate/${unknownHash}`, json: {} }),
+        400: () => call(`PATCH /account/activate/${UNKNOWN_HASH}`, { json: {} }),
       },
       'account::recover-identity': {
-        reach: () => ({
-          method: 'POST',
-          path: '/account/recover-identity',
-          json: { email: SEEDED_USER.username },
-        }),
-        400: async () => ({ method: 'POST', path: '/account/recover-identity', json: {} }),
+        reach: () => call('POST /account/recover-identity', { json: { email: SEEDED_USER.username } }),
+        400: () => call('POST /account/recover-identity', { json: {} }),
       },
       'account::request-password-reset': {
-        reach: () => ({
-          method: 'POST',
-          path: '/account/reset-password',
-          json: { email: SEEDED_USER.username },
-        }),
-        400: async () => ({
-          method: 'POST',
-          path: '/account/reset-password',
-          json: { email: ['a@example.com'] },
-        }),
+        reach: () => call('POST /account/reset-password', { json: { email: SEEDED_USER.username } }),
+        400: () => call('POST /account/reset-password', { json: { email: ['a@example.com'] } }),
       },
       'account::check-password-reset': {
-        reach: () => ({ method: 'GET', path: `/account/reset-password/${unknownHash}` }),
-        200: async () => ({ method: 'GET', path: `/account/reset-password/${await resetHash()}` }),
+        reach: () => call(`GET /account/reset-password/${UNKNOWN_HASH}`),
+        200: async () => call(`GET /account/reset-password/${await resetHash()}`),
       },
       'account::reset-password': {
-        reach: () => ({
-          method: 'PATCH',
-          path: `/account/reset-password/${unknownHash}`,
-          json: newPassword,
-        }),
-        200: async () => ({
-          method: 'PATCH',
-          path: `/account/reset-password/${await resetHash()}`,
-          json: newPassword,
-        }),
-        400: async () => ({
-          method: 'PATCH',
-          path: `/account/reset-password/${unknownHash}`,
-          json: { password: 'short' },
-        }),
+        reach: () => call(`PATCH /account/reset-password/${UNKNOWN_HASH}`, { json: NEW_PASSWORD }),
+        200: async () => call(`PATCH /account/reset-password/${await resetHash()}`, { json: NEW_PASSWORD }),
+        400: () => call(`PATCH /account/reset-password/${UNKNOWN_HASH}`, { json: { password: 'short' } }),
       },
-      'user::view-own': { reach: () => ({ method: 'GET', path: '/users/my-account', token: given.user }) },
+      'user::view-own': { reach: () => call('GET /users/my-account', { token: given.user }) },
       'user::update-own': {
-        reach: () => ({
-          method: 'PATCH',
-          path: '/users/my-account',
-          token: given.user,
-          json: { firstName: 'Ada' },
-        }),
-        400: async () => ({
-          method: 'PATCH',
-          path: '/users/my-account',
-          token: given.user,
-          json: { status: 'active' },
-        }),
+        reach: () => call('PATCH /users/my-account', { token: given.user, json: { firstName: 'Ada' } }),
+        400: () => call('PATCH /users/my-account', { token: given.user, json: { status: 'active' } }),
       },
       'user::delete-own': {
-        reach: () => ({ method: 'DELETE', path: '/users/my-account', token: given.user }),
+        reach: () => call('DELETE /users/my-account', { token: given.user }),
         204: async () => {
-          const { identity } = await newUser();
-          const { access_token } = await userLogin(server.url, identity);
-          return { method: 'DELETE', path: '/users/my-account', token: access_token };
+          const { access_token } = await userLogin(server.url, (await newUser()).identity);
+          return call('DELETE /users/my-account', { token: access_token });
         },
       },
       'user::list': {
-        reach: () => ({ method: 'GET', path: '/users?page=1&limit=5&sort=-createdAt', token: given.admin }),
-        400: async () => ({ method: 'GET', path: '/users?page=0', token: given.admin }),
+        reach: () => call('GET /users?page=1&limit=5&sort=-createdAt', { token: given.admin }),
+        400: () => call('GET /users?page=0', { token: given.admin }),
       },
       'user::create': {
-        reach: () => ({
-          method: 'POST',
-          path: '/users',
-          token: given.admin,
-          json: { identity: `${unique('create')}@example.com`, password: PASSWORD },
-        }),
-        400: async () => ({
-          method: 'POST',
-          path: '/users',
-          token: given.admin,
-          json: { password: PASSWORD },
-        }),
-        409: async () => ({
-          method: 'POST',
-          path: '/users',
-          token: given.admin,
-          json: { identity: SEEDED_USER.username, password: PASSWORD },
-        }),
+        reach: () =>
+          call('POST /users', {
+            token: given.admin,
+            json: { identity: `${unique('create')}@example.com`, password: PASSWORD },
+          }),
+        400: () => call('POST /users', { token: given.admin, json: { password: PASSWORD } }),
+        409: () =>
+          call('POST /users', {
+            token: given.admin,
+            json: { identity: SEEDED_USER.username, password: PASSWORD },
+          }),
       },
       'user::view': {
-        reach: () => ({ method: 'GET', path: `/users/${given.userId}`, token: given.admin }),
+        reach: () => call(`GET /users/${given.userId}`, { token: given.admin }),
         // A user may read only their own account.
-        403: async () => ({ method: 'GET', path: `/users/${(await newUser()).id}`, token: given.user }),
-        404: async () => ({ method: 'GET', path: `/users/${unknownId()}`, token: given.admin }),
+        403: async () => call(`GET /users/${(await newUser()).id}`, { token: given.user }),
+        404: () => call(`GET /users/${randomUUID()}`, { token: given.admin }),
       },
       'user::update': {
-        reach: () => ({
-          method: 'PATCH',
-          path: `/users/${given.userId}`,
-          token: given.admin,
-          json: { lastName: 'L' },
-        }),
-        400: async () => ({
-          method: 'PATCH',
-          path: `/users/${given.userId}`,
-          token: given.admin,
-          json: { roles: [] },
-        }),
-        404: async () => ({
-          method: 'PATCH',
-          path: `/users/${unknownId()}`,
-          token: given.admin,
-          json: { lastName: 'L' },
-        }),
-        409: async () => ({
-          method: 'PATCH',
-          path: `/users/${(await newUser()).id}`,
-          token: given.admin,
-          json: { identity: SEEDED_USER.username },
-        }),
+        reach: () => call(`PATCH /users/${given.userId}`, { token: given.admin, json: { lastName: 'L' } }),
+        400: () => call(`PATCH /users/${given.userId}`, { token: given.admin, json: { roles: [] } }),
+        404: () => call(`PATCH /users/${randomUUID()}`, { token: given.admin, json: { lastName: 'L' } }),
+        409: async () =>
+          call(`PATCH /users/${(await newUser()).id}`, {
+            token: given.admin,
+            json: { identity: SEEDED_USER.username },
+          }),
       },
       'user::delete': {
-        reach: () => ({ method: 'DELETE', path: `/users/${unknownId()}`, token: given.admin }),
-        204: async () => ({ method: 'DELETE', path: `/users/${(await newUser()).id}`, token: given.admin }),
+        reach: () => call(`DELETE /users/${randomUUID()}`, { token: given.admin }),
+        204: async () => call(`DELETE /users/${(await newUser()).id}`, { token: given.admin }),
       },
       'user::activate': {
-        reach: () => ({ method: 'POST', path: `/users/${unknownId()}/activate`, token: given.admin }),
-        200: async () => ({
-          method: 'POST',
-          path: `/users/${(await newUser('inactive')).id}/activate`,
-          token: given.admin,
-        }),
+        reach: () => call(`POST /users/${randomUUID()}/activate`, { token: given.admin }),
+        200: async () =>
+          call(`POST /users/${(await newUser('inactive')).id}/activate`, { token: given.admin }),
       },
-      'admin::view-own': {
-        reach: () => ({ method: 'GET', path: '/admins/my-account', token: given.admin }),
-      },
+      'admin::view-own': { reach: () => call('GET /admins/my-account', { token: given.admin }) },
       'admin::update-own': {
-        reach: () => ({
-          method: 'PATCH',
-          path: '/admins/my-account',
-          token: given.admin,
-          json: { lastName: 'Ops' },
-        }),
-        400: async () => ({
-          method: 'PATCH',
-          path: '/admins/my-account',
-          token: given.admin,
-          json: { password: 'a new password' },
-        }),
+        reach: () => call('PATCH /admins/my-account', { token: given.admin, json: { lastName: 'Ops' } }),
+        // A new password needs the current one.
+        400: () =>
+          call('PATCH /admins/my-account', { token: given.admin, json: { password: 'a new password' } }),
       },
       'admin::list': {
-        reach: () => ({ method: 'GET', path: '/admins?status=active', token: given.admin }),
-        400: async () => ({ method: 'GET', path: '/admins?limit=1000', token: given.admin }),
+        reach: () => call('GET /admins?status=active', { token: given.admin }),
+        400: () => call('GET /admins?limit=1000', { token: given.admin }),
       },
       'admin::create': {
-        reach: () => ({
-          method: 'POST',
-          path: '/admins',
-          token: given.superuser,
-          json: { identity: unique('created'), password: PASSWORD },
-        }),
-        400: async () => ({
-          method: 'POST',
-          path: '/admins',
-          token: given.superuser,
-          json: { identity: 'x y' },
-        }),
-        409: async () => ({
-          method: 'POST',
-          path: '/admins',
-          token: given.superuser,
-          json: { identity: SEEDED_ADMIN.username.toUpperCase(), password: PASSWORD },
-        }),
+        reach: () =>
+          call('POST /admins', {
+            token: given.superuser,
+            json: { identity: unique('created'), password: PASSWORD },
+          }),
+        400: () => call('POST /admins', { token: given.superuser, json: { identity: 'x y' } }),
+        // Identities are unique without regard to case.
+        409: () =>
+          call('POST /admins', {
+            token: given.superuser,
+            json: { identity: SEEDED_ADMIN.username.toUpperCase(), password: PASSWORD },
+          }),
       },
       'admin::view': {
-        reach: () => ({ method: 'GET', path: `/admins/${given.adminId}`, token: given.admin }),
-        404: async () => ({ method: 'GET', path: `/admins/${unknownId()}`, token: given.admin }),
+        reach: () => call(`GET /admins/${given.adminId}`, { token: given.admin }),
+        404: () => call(`GET /admins/${randomUUID()}`, { token: given.admin }),
       },
       'admin::update': {
-        reach: () => ({
-          method: 'PATCH',
-          path: `/admins/${given.adminId}`,
-          token: given.superuser,
-          json: { firstName: 'Grace' },
-        }),
-        400: async () => ({
-          method: 'PATCH',
-          path: `/admins/${given.adminId}`,
-          token: given.superuser,
-          json: { roles: [] },
-        }),
-        404: async () => ({
-          method: 'PATCH',
-          path: `/admins/${unknownId()}`,
-          token: given.superuser,
-          json: { firstName: 'Grace' },
-        }),
-        409: async () => ({
-          method: 'PATCH',
-          path: `/admins/${(await newAdmin()).id}`,
-          token: given.superuser,
-          json: { identity: SEEDED_ADMIN.username },
-        }),
+        reach: () =>
+          call(`PATCH /admins/${given.adminId}`, { token: given.superuser, json: { firstName: 'Grace' } }),
+        400: () => call(`PATCH /admins/${given.adminId}`, { token: given.superuser, json: { roles: [] } }),
+        404: () =>
+          call(`PATCH /admins/${randomUUID()}`, { token: given.superuser, json: { firstName: 'Grace' } }),
+        409: async () =>
+          call(`PATCH /admins/${(await newAdmin()).id}`, {
+            token: given.superuser,
+            json: { identity: SEEDED_ADMIN.username },
+          }),
       },
       'admin::delete': {
-        reach: () => ({ method: 'DELETE', path: `/admins/${unknownId()}`, token: given.superuser }),
-        204: async () => ({
-          method: 'DELETE',
-          path: `/admins/${(await newAdmin()).id}`,
-          token: given.superuser,
-        }),
+        reach: () => call(`DELETE /admins/${randomUUID()}`, { token: given.superuser }),
+        204: async () => call(`DELETE /admins/${(await newAdmin()).id}`, { token: given.superuser }),
         // The seeded superuser is the only active one: it cannot go.
-        409: async () => ({
-          method: 'DELETE',
-          path: `/admins/${given.superuserId}`,
-          token: given.superuser,
-        }),
+        409: () => call(`DELETE /admins/${given.superuserId}`, { token: given.superuser }),
       },
     };
 
@@ -466,7 +328,7 @@ for (const backend of backends())
     }
 
     /** The statuses every route answers the same way, built from its `reach` request. */
-    function genericCase(route: AnyRoute, status: number): (() => Promise<Call>) | undefined {
+    function genericCase(route: AnyRoute, status: number): (() => Call) | undefined {
       const reach = CASES[route.name]?.reach;
       if (!reach) return undefined;
       const bearer = route.permission !== 'public';
@@ -475,20 +337,20 @@ for (const backend of backends())
         case 201:
         case 204:
         case 404:
-          return async () => reach();
+          return reach;
         case 401:
-          return bearer ? async () => ({ ...reach(), token: undefined }) : undefined;
+          return bearer ? () => ({ ...reach(), token: undefined }) : undefined;
         case 403:
-          return bearer ? async () => ({ ...reach(), token: wrongRoleToken(route) }) : undefined;
+          return bearer ? () => ({ ...reach(), token: wrongRoleToken(route) }) : undefined;
         case 413:
-          return async () => ({
+          return () => ({
             ...reach(),
             json: undefined,
             raw: JSON.stringify({ padding: 'x'.repeat(8 * 1024) }),
             headers: { 'Content-Type': 'application/json' },
           });
         case 415:
-          return async () => ({
+          return () => ({
             ...reach(),
             json: undefined,
             raw: 'plain text',
