@@ -89,22 +89,47 @@ const DEFAULT_DEPRECATIONS: Record<string, { since: string; sunset: string; link
   home: { since: '2025-01-01T00:00:00Z', sunset: '2099-12-31T23:59:59Z', link: '/#deprecation' },
 };
 
-export function loadConfig(env: Env, packageInfo: { name: string; version: string }): Config {
+/**
+ * What describing the service takes (route:list, openapi:generate): names, URL, grants and
+ * deprecations, and nothing of how it runs. It reads and checks only the variables behind
+ * these, so a runtime setting that would stop the service does not stop a description.
+ */
+export type ServiceDescription = Pick<
+  Config,
+  'appName' | 'appVersion' | 'appUrl' | 'grants' | 'deprecations'
+>;
+
+type PackageInfo = { name: string; version: string };
+
+export function loadServiceDescription(env: Env, packageInfo: PackageInfo): ServiceDescription {
+  return serviceDescription(env, packageInfo, readConfigFile(env.CONFIG_FILE));
+}
+
+function serviceDescription(env: Env, packageInfo: PackageInfo, file: ConfigFile): ServiceDescription {
+  const appUrl = url(env, 'APP_URL', 'http://localhost:8080').replace(/\/+$/, '');
+  return {
+    appName: env.APP_NAME || packageInfo.name,
+    appVersion: env.APP_VERSION || packageInfo.version,
+    appUrl,
+    grants: grants(env),
+    deprecations: deprecations({ ...DEFAULT_DEPRECATIONS, ...file.deprecations }, appUrl),
+  };
+}
+
+export function loadConfig(env: Env, packageInfo: PackageInfo): Config {
   const embedded = !env.MONGODB_URL || !env.REDIS_URL;
   const file = readConfigFile(env.CONFIG_FILE);
-  const appUrl = url(env, 'APP_URL', 'http://localhost:8080').replace(/\/+$/, '');
+  const description = serviceDescription(env, packageInfo, file);
   const corsOrigins = list(env.CORS_ORIGINS);
   // Memory stores cannot be shared between processes, so the embedded mode runs one worker.
   const workers = embedded ? 1 : integer(env, 'WORKERS', availableParallelism(), 1, 256);
   return {
+    ...description,
     port: integer(env, 'PORT', 8080, 0, 65535),
     host: env.HOST || '0.0.0.0',
     workers,
     hashThreads: Math.max(1, Math.floor(availableParallelism() / workers)),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE', 10, 0, 3600) * 1000,
-    appName: env.APP_NAME || packageInfo.name,
-    appVersion: env.APP_VERSION || packageInfo.version,
-    appUrl,
     production: env.NODE_ENV === 'production',
     mongodbUrl: optionalUrl(env, 'MONGODB_URL', ['mongodb:', 'mongodb+srv:']),
     redisUrl: optionalUrl(env, 'REDIS_URL', ['redis:', 'rediss:']),
@@ -115,11 +140,10 @@ export function loadConfig(env: Env, packageInfo: { name: string; version: strin
     accessTokenTtl: integer(env, 'ACCESS_TOKEN_TTL', 86400, 1, 31_536_000),
     refreshTokenTtl: integer(env, 'REFRESH_TOKEN_TTL', 2_592_000, 1, 31_536_000),
     accessTokenAlg: oneOf(env, 'ACCESS_TOKEN_ALG', SIGNING_ALGORITHMS, 'RS256'),
-    grants: grants(env),
     bcryptCost: integer(env, 'BCRYPT_COST', 10, 4, 31),
     bodyLimit: byteSize(env, 'BODY_LIMIT', '1mb'),
     mail: {
-      from: env.MAIL_FROM || `${env.APP_NAME || packageInfo.name} <no-reply@${new URL(appUrl).hostname}>`,
+      from: env.MAIL_FROM || `${description.appName} <no-reply@${new URL(description.appUrl).hostname}>`,
       activationTtl: integer(env, 'ACTIVATION_TTL', 86_400, 60, 31_536_000),
       resetTtl: integer(env, 'RESET_PASSWORD_TTL', 3_600, 60, 31_536_000),
     },
@@ -129,11 +153,7 @@ export function loadConfig(env: Env, packageInfo: { name: string; version: strin
       domainWhitelist: list(env.ERROR_REPORT_DOMAIN_WHITELIST).map((host) => host.toLowerCase()),
     },
     cors: { origins: corsOrigins.includes('*') ? '*' : corsOrigins, maxAge: file.cors?.maxAge ?? 600 },
-    responseHeaders: {
-      ...file.responseHeaders,
-      '*': { ...DEFAULT_RESPONSE_HEADERS, ...file.responseHeaders?.['*'] },
-    },
-    deprecations: deprecations({ ...DEFAULT_DEPRECATIONS, ...file.deprecations }, appUrl),
+    responseHeaders: responseHeaders(file),
   };
 }
 
@@ -154,7 +174,10 @@ function readConfigFile(path: string | undefined): ConfigFile {
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new ConfigError('CONFIG_FILE', 'must hold a JSON object');
   }
-  const file = parsed as ConfigFile;
+  return parsed as ConfigFile;
+}
+
+function responseHeaders(file: ConfigFile): Config['responseHeaders'] {
   for (const [route, headers] of Object.entries(file.responseHeaders ?? {})) {
     for (const [name, value] of Object.entries(headers)) {
       // RFC 9110 §5.1 token names and §5.5 field values: a bad one would fail every response.
@@ -170,7 +193,7 @@ function readConfigFile(path: string | undefined): ConfigFile {
       }
     }
   }
-  return file;
+  return { ...file.responseHeaders, '*': { ...DEFAULT_RESPONSE_HEADERS, ...file.responseHeaders?.['*'] } };
 }
 
 function deprecations(

@@ -1,28 +1,33 @@
 import { Type } from '@sinclair/typebox';
+import { QueryInteger } from '../http/schemas.ts';
 import type { AccountQuery, AccountSortField, AccountStatus } from '../stores/types.ts';
 
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
+/** Far beyond any page a listing has; it bounds the number the stores are asked to skip to. */
+const MAX_PAGE = 999_999;
 
 const STATUSES: readonly AccountStatus[] = ['pending', 'active', 'inactive', 'deleted'];
 const SORT_FIELDS: readonly AccountSortField[] = ['identity', 'createdAt', 'updatedAt', 'status'];
 
 /**
- * The query of the account collections. Query values are strings, so numbers are checked by
- * pattern; unknown and repeated parameters fail too, rather than being guessed at.
+ * The query of the account collections. Unknown and repeated parameters fail, rather than
+ * being guessed at.
  */
 export const AccountListQuery = Type.Object(
   {
     page: Type.Optional(
-      Type.String({
-        pattern: '^[1-9][0-9]{0,5}$',
+      QueryInteger({
+        minimum: 1,
+        maximum: MAX_PAGE,
         description: 'Page number, from 1 (default 1)',
         errorMessage: 'Must be a whole number from 1',
       }),
     ),
     limit: Type.Optional(
-      Type.String({
-        pattern: `^([1-9][0-9]?|${MAX_PAGE_SIZE})$`,
+      QueryInteger({
+        minimum: 1,
+        maximum: MAX_PAGE_SIZE,
         description: `Items per page, 1 to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE})`,
         errorMessage: `Must be a whole number from 1 to ${MAX_PAGE_SIZE}`,
       }),

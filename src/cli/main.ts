@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
 import { config as loadDotenv } from 'dotenv';
-import { ConfigError, loadConfig } from '../config.ts';
+import { ConfigError, loadConfig, loadServiceDescription } from '../config.ts';
 import { readPackageInfo } from '../package-info.ts';
 import { COMMANDS } from './commands/index.ts';
 
@@ -17,7 +17,13 @@ const program = new Command('token-service')
   .exitOverride()
   .configureOutput({ outputError: (message, write) => write(message) });
 
-for (const register of COMMANDS) register(program, () => loadConfig(process.env, packageInfo));
+for (const register of COMMANDS) {
+  register(
+    program,
+    () => loadConfig(process.env, packageInfo),
+    () => loadServiceDescription(process.env, packageInfo),
+  );
+}
 
 try {
   await program.parseAsync(process.argv);

@@ -41,6 +41,16 @@ export interface ResponseSpec {
   description: string;
   schema?: TSchema;
   contentType?: string;
+  /** The response headers a client may rely on, by name. */
+  headers?: Readonly<Record<string, HeaderSpec>>;
+}
+
+/** A documented response header. */
+export interface HeaderSpec {
+  description: string;
+  schema: TSchema;
+  /** Whether every such response carries it (otherwise the description says when). */
+  required: boolean;
 }
 
 /**
@@ -57,7 +67,10 @@ export interface Route<S extends TSchema | undefined = TSchema | undefined> {
   /** `public`: anyone, without looking at credentials. Otherwise the roles that may call it. */
   permission: 'public' | readonly Role[];
   body?: S;
-  /** The query parameters, validated before the handler runs (values are strings). */
+  /**
+   * The query parameters, validated before the handler runs. Values arrive as strings: a
+   * number among them is a QueryInteger, which checks the digits and documents an integer.
+   */
   query?: TSchema;
   /** Success and problem responses by status, for documentation. */
   responses: Readonly<Record<number, ResponseSpec>>;

@@ -1,18 +1,39 @@
-import { Type } from '@sinclair/typebox';
+import { Kind, type TUnsafe, Type, TypeRegistry } from '@sinclair/typebox';
+import { PROBLEM_JSON } from './problem.ts';
+import type { HeaderSpec, ResponseSpec } from './route.ts';
 
-/** Response shapes shared by routes, for the OpenAPI description. */
+/** Shapes shared by routes: what the OpenAPI description shows and the pipeline checks. */
+
+/** RFC 9457 §3.1, with `type` always `about:blank` so far. */
+const problemMembers = {
+  type: Type.String(),
+  title: Type.String(),
+  status: Type.Integer(),
+  detail: Type.String(),
+};
 
 export const ProblemSchema = Type.Object(
   {
-    type: Type.String(),
-    title: Type.String(),
-    status: Type.Integer(),
-    detail: Type.String(),
-    error: Type.Optional(Type.String({ description: 'RFC 6749 §5.2 / RFC 6750 §3.1 error code' })),
+    ...problemMembers,
+    error: Type.Optional(Type.String({ description: 'RFC 6750 §3.1 error code' })),
     error_description: Type.Optional(Type.String()),
     errors: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()))),
   },
   { $id: 'Problem' },
+);
+
+/** RFC 6749 §5.2: a token endpoint error, application/json, with the problem members beside the code. */
+export const TokenErrorSchema = Type.Object(
+  {
+    ...problemMembers,
+    error: Type.String({
+      description:
+        'invalid_request, invalid_client, invalid_grant, unauthorized_client, unsupported_grant_type, ' +
+        'invalid_scope; server_error or temporarily_unavailable when the server fails',
+    }),
+    error_description: Type.String(),
+  },
+  { $id: 'TokenError' },
 );
 
 export const AccountSchema = Type.Object(
@@ -45,10 +66,27 @@ export const TokenResponseSchema = Type.Object(
   { $id: 'TokenResponse' },
 );
 
+/** `Location` of a 201: where the created resource lives. */
+export const LOCATION: Readonly<Record<string, HeaderSpec>> = {
+  Location: {
+    description: 'The path of the created resource',
+    schema: Type.String({ format: 'uri-reference' }),
+    required: true,
+  },
+};
+
+/** RFC 6750 §3: the challenge of a 401 on a route that needs an access token. */
+const BEARER_CHALLENGE: Readonly<Record<string, HeaderSpec>> = {
+  'WWW-Authenticate': {
+    description:
+      'RFC 6750 §3: `Bearer` without a token; `Bearer error="invalid_token", error_description="…"` with one',
+    schema: Type.String({ pattern: '^Bearer( |$)' }),
+    required: true,
+  },
+};
+
 /** The problem responses every route may give, by status. */
-export function problems(
-  ...statuses: number[]
-): Record<number, { description: string; schema: typeof ProblemSchema; contentType: string }> {
+export function problems(...statuses: number[]): Record<number, ResponseSpec> {
   const descriptions: Record<number, string> = {
     400: 'Malformed request or failed validation',
     401: 'Missing, invalid or expired credentials',
@@ -65,8 +103,32 @@ export function problems(
       {
         description: descriptions[status] ?? 'Error',
         schema: ProblemSchema,
-        contentType: 'application/problem+json',
+        contentType: PROBLEM_JSON,
+        ...(status === 401 ? { headers: BEARER_CHALLENGE } : {}),
       },
     ]),
   );
+}
+
+TypeRegistry.Set<{ minimum: number; maximum: number }>(
+  'QueryInteger',
+  (schema, value) =>
+    typeof value === 'string' &&
+    /^(0|[1-9][0-9]{0,14})$/.test(value) &&
+    Number(value) >= schema.minimum &&
+    Number(value) <= schema.maximum,
+);
+
+/**
+ * A whole number in a query parameter. Query values are strings, so the check reads the
+ * decimal digits (no sign, no leading zero, no exponent) and the range; the JSON Schema the
+ * OpenAPI description shows is the integer the parameter stands for.
+ */
+export function QueryInteger(options: {
+  minimum: number;
+  maximum: number;
+  description: string;
+  errorMessage: string;
+}): TUnsafe<number> {
+  return Type.Unsafe<number>({ [Kind]: 'QueryInteger', type: 'integer', ...options });
 }

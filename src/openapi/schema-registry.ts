@@ -6,6 +6,8 @@ export type JsonSchema = Record<string, unknown>;
  * Turns TypeBox schemas (which are JSON Schema plus symbol keys) into plain JSON Schema for
  * the OpenAPI document. Every schema with an `$id`, at any depth, is lifted once into
  * `components.schemas` under that name and referenced with `$ref` wherever it appears.
+ * Only JSON Schema 2020-12 and OpenAPI keywords reach the document: the validator's own
+ * keywords are left out, and any other keyword is a mistake the generator refuses.
  */
 export class SchemaRegistry {
   readonly #components = new Map<string, { schema: JsonSchema; text: string }>();
@@ -13,12 +15,12 @@ export class SchemaRegistry {
   /** The schema as plain JSON Schema, with `$id`-named parts replaced by references. */
   use(schema: TSchema): JsonSchema {
     // JSON drops TypeBox's symbol keys ([Kind], [OptionalKind]) and anything not JSON.
-    return this.#lift(JSON.parse(JSON.stringify(schema))) as JsonSchema;
+    return this.#lift(JSON.parse(JSON.stringify(schema)), '#');
   }
 
   /** Registers `schema` under `name` (whatever its `$id`) and returns a reference to it. */
   define(name: string, schema: TSchema): JsonSchema {
-    const { $id: _ignored, ...rest } = this.use(schema) as JsonSchema & { $id?: unknown };
+    const { $id: _ignored, ...rest } = this.#standard(JSON.parse(JSON.stringify(schema)), name);
     return this.#register(name, rest);
   }
 
@@ -28,14 +30,41 @@ export class SchemaRegistry {
     return Object.fromEntries(names.map((name) => [name, this.#components.get(name)?.schema ?? {}]));
   }
 
-  #lift(node: unknown): unknown {
-    if (Array.isArray(node)) return node.map((item) => this.#lift(item));
-    if (typeof node !== 'object' || node === null) return node;
-    const copy: JsonSchema = {};
-    for (const [key, value] of Object.entries(node)) copy[key] = this.#lift(value);
-    const { $id, ...rest } = copy;
-    if (typeof $id !== 'string') return copy;
+  #lift(schema: JsonSchema, at: string): JsonSchema {
+    const { $id, ...rest } = this.#standard(schema, at);
+    if (typeof $id !== 'string') return rest;
     return this.#register(componentName($id), rest);
+  }
+
+  /** The schema's standard keywords, each subschema lifted in turn. */
+  #standard(schema: JsonSchema, at: string): JsonSchema {
+    const copy: JsonSchema = {};
+    for (const [keyword, value] of Object.entries(schema)) {
+      if (VALIDATOR_ONLY.has(keyword)) continue;
+      if (!STANDARD.has(keyword) && !keyword.startsWith('x-')) {
+        throw new Error(`Schema keyword "${keyword}" (at ${at}) is neither JSON Schema 2020-12 nor OpenAPI`);
+      }
+      copy[keyword] = this.#subschemas(keyword, value, `${at}/${keyword}`);
+    }
+    return copy;
+  }
+
+  #subschemas(keyword: string, value: unknown, at: string): unknown {
+    const lift = (node: unknown, where: string) =>
+      typeof node === 'object' && node !== null ? this.#lift(node as JsonSchema, where) : node;
+    if (SCHEMA_VALUED.has(keyword)) {
+      if (Array.isArray(value))
+        throw new Error(`Schema keyword "${keyword}" (at ${at}) holds a list, as in draft-07`);
+      return lift(value, at);
+    }
+    if (SCHEMA_LISTS.has(keyword))
+      return (value as unknown[]).map((item, index) => lift(item, `${at}/${index}`));
+    if (SCHEMA_MAPS.has(keyword)) {
+      return Object.fromEntries(
+        Object.entries(value as JsonSchema).map(([name, item]) => [name, lift(item, `${at}/${name}`)]),
+      );
+    }
+    return value;
   }
 
   #register(name: string, schema: JsonSchema): JsonSchema {
@@ -48,6 +77,79 @@ export class SchemaRegistry {
     return { $ref: `#/components/schemas/${name}` };
   }
 }
+
+/** Keywords only the request validator reads (see http/validate.ts); no schema reader knows them. */
+const VALIDATOR_ONLY = new Set(['errorMessage']);
+
+/** Keywords whose value is one schema, a list of schemas, or schemas by name. */
+const SCHEMA_VALUED = new Set([
+  'items',
+  'contains',
+  'additionalProperties',
+  'propertyNames',
+  'if',
+  'then',
+  'else',
+  'not',
+  'unevaluatedItems',
+  'unevaluatedProperties',
+  'contentSchema',
+]);
+const SCHEMA_LISTS = new Set(['prefixItems', 'allOf', 'anyOf', 'oneOf']);
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', 'dependentSchemas', '$defs']);
+
+/** JSON Schema 2020-12 (every vocabulary) and the OpenAPI 3.1 Schema Object's own keywords. */
+const STANDARD = new Set([
+  ...SCHEMA_VALUED,
+  ...SCHEMA_LISTS,
+  ...SCHEMA_MAPS,
+  // Core
+  '$schema',
+  '$id',
+  '$ref',
+  '$anchor',
+  '$dynamicRef',
+  '$dynamicAnchor',
+  '$vocabulary',
+  '$comment',
+  // Validation
+  'type',
+  'const',
+  'enum',
+  'multipleOf',
+  'maximum',
+  'exclusiveMaximum',
+  'minimum',
+  'exclusiveMinimum',
+  'maxLength',
+  'minLength',
+  'pattern',
+  'maxItems',
+  'minItems',
+  'uniqueItems',
+  'maxContains',
+  'minContains',
+  'maxProperties',
+  'minProperties',
+  'required',
+  'dependentRequired',
+  // Meta-data, format, content
+  'title',
+  'description',
+  'default',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+  'examples',
+  'format',
+  'contentEncoding',
+  'contentMediaType',
+  // OpenAPI 3.1
+  'discriminator',
+  'xml',
+  'externalDocs',
+  'example',
+]);
 
 /** OpenAPI component names are limited to `[A-Za-z0-9._-]`. */
 function componentName(id: string): string {

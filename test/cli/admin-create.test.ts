@@ -20,7 +20,8 @@ const PASSWORD = 'a long operator password';
 describe('admin:create: refusals (no database needed)', () => {
   const cases: [string, string[], string, RegExp][] = [
     ['a short password', ['--identity', 'ops'], 'short\n', /^error: password: Must be 8 to 1024/],
-    ['an empty standard input', ['--identity', 'ops'], '', /^error: password:/],
+    ['an empty standard input', ['--identity', 'ops'], '', /^error: no password was given/],
+    ['an empty first line', ['--identity', 'ops'], `\n${PASSWORD}\n`, /^error: no password was given/],
     [
       'the identity as password',
       ['--identity', 'operator1'],

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { parse } from 'yaml';
-import { isOneLineFailure, runCli } from './run-cli.ts';
+import { BROKEN_RUNTIME, isOneLineFailure, runCli } from './run-cli.ts';
 
 describe('cli openapi:generate', () => {
   let cwd: string;
@@ -51,7 +51,18 @@ describe('cli openapi:generate', () => {
     assert.equal(existsSync(join(cwd, 'a-file', 'openapi.yaml')), false);
   });
 
-  test('an invalid configuration fails with one line', async () => {
+  test('a runtime configuration it does not read, however wrong, does not stop it', async () => {
+    const result = await runCli(['openapi:generate', '--output', 'runtime/openapi.json'], {
+      cwd,
+      env: { ...BROKEN_RUNTIME, APP_URL: 'https://api.example.org', OAUTH_GRANTS: 'client_credentials' },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    const document = JSON.parse(readFileSync(join(cwd, 'runtime', 'openapi.json'), 'utf8'));
+    assert.equal(document.servers[0].url, 'https://api.example.org');
+    assert.deepEqual(Object.keys(document.components.securitySchemes.oauth2.flows), ['clientCredentials']);
+  });
+
+  test('an invalid configuration of what it describes fails with one line', async () => {
     const result = await runCli(['openapi:generate'], { cwd, env: { OAUTH_GRANTS: 'implicit' } });
     assert.ok(isOneLineFailure(result), JSON.stringify(result));
     assert.match(result.stderr, /OAUTH_GRANTS/);

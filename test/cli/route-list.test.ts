@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +9,7 @@ import { loadConfig } from '../../src/config.ts';
 import type { AnyRoute } from '../../src/http/route.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { isOneLineFailure, runCli } from './run-cli.ts';
+import { BROKEN_RUNTIME, isOneLineFailure, runCli } from './run-cli.ts';
 
 describe('cli route:list', () => {
   let cwd: string;
@@ -89,9 +90,32 @@ describe('cli route:list', () => {
     );
   });
 
-  test('an invalid configuration fails with one line naming the variable', async () => {
-    const result = await runCli(['route:list'], { cwd, env: { APP_URL: 'ftp://example.com' } });
-    assert.ok(isOneLineFailure(result), JSON.stringify(result));
-    assert.match(result.stderr, /APP_URL/);
+  test('an invalid configuration of what it lists fails with one line naming the variable', async () => {
+    const deprecations = join(cwd, 'bad-deprecation.json');
+    writeFileSync(
+      deprecations,
+      JSON.stringify({ deprecations: { home: { since: 'soon', sunset: 'later', link: '/' } } }),
+    );
+    for (const [env, variable] of [
+      [{ APP_URL: 'ftp://example.com' }, /APP_URL/],
+      [{ CONFIG_FILE: deprecations }, /CONFIG_FILE deprecations\.home/],
+      [{ CONFIG_FILE: join(cwd, 'missing.json') }, /CONFIG_FILE/],
+    ] as const) {
+      const result = await runCli(['route:list'], { cwd, env });
+      assert.ok(isOneLineFailure(result), JSON.stringify(result));
+      assert.match(result.stderr, variable);
+    }
+  });
+
+  test('a runtime configuration it does not read, however wrong, does not stop it', async () => {
+    const headers = join(cwd, 'bad-headers.json');
+    writeFileSync(headers, JSON.stringify({ responseHeaders: { '*': { 'Bad Name': 'x' } } }));
+    const result = await runCli(['route:list', '--json'], {
+      cwd,
+      env: { ...BROKEN_RUNTIME, CONFIG_FILE: headers },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stderr, '');
+    assert.equal((JSON.parse(result.stdout) as unknown[]).length, server.app.routes.length);
   });
 });

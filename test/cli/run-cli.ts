@@ -50,3 +50,19 @@ export function isOneLineFailure(result: CliResult): boolean {
   const lines = result.stderr.trim().split('\n');
   return result.code === 1 && lines.length === 1 && lines[0] !== '' && result.stdout === '';
 }
+
+/**
+ * Runtime settings that stop the service, each invalid: commands that only describe the
+ * service (route:list, openapi:generate) read none of them and must not fail on them.
+ */
+export const BROKEN_RUNTIME: Readonly<Record<string, string>> = {
+  PORT: 'abc',
+  WORKERS: '0',
+  MONGODB_URL: 'not a url',
+  REDIS_URL: 'http://wrong-scheme',
+  BCRYPT_COST: '1',
+  BODY_LIMIT: 'huge',
+  ACCESS_TOKEN_ALG: 'none',
+  ERROR_REPORT_TOKENS: 'short',
+  ERROR_REPORT_IP_WHITELIST: '300.1.1.1/99',
+};

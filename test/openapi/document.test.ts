@@ -1,12 +1,23 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { type TSchema, Type } from '@sinclair/typebox';
 import { parse } from 'yaml';
 import { type Config, loadConfig } from '../../src/config.ts';
 import type { AnyRoute } from '../../src/http/route.ts';
+import { compileValidator } from '../../src/http/validate.ts';
 import { buildOpenApiDocument, openApiPath, TOKEN_ROUTE_NAMES, toYaml } from '../../src/openapi/document.ts';
+import { SchemaRegistry } from '../../src/openapi/schema-registry.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+
+const run = promisify(execFile);
 
 const ENV = { APP_URL: 'https://api.example.test', APP_NAME: 'Example API', APP_VERSION: '3.2.1' };
 
@@ -41,14 +52,20 @@ describe('OpenAPI document', () => {
   let routes: readonly AnyRoute[];
   let document: Record<string, Json>;
 
+  let workDir: string;
+
   before(async () => {
+    workDir = await mkdtemp(join(tmpdir(), 'openapi-lint-'));
     // The live route table of the running application: whatever routes it has today.
     server = await startTestServer({ env: ENV });
     routes = server.app.routes;
     config = loadConfig(ENV, readPackageInfo());
     document = buildOpenApiDocument(routes, config);
   });
-  after(() => server.close());
+  after(async () => {
+    await server.close();
+    await rm(workDir, { recursive: true, force: true });
+  });
 
   test('validates against the OpenAPI 3.1 schema, as an object and as the YAML the CLI writes', async () => {
     const validator = new Validator();
@@ -83,7 +100,9 @@ describe('OpenAPI document', () => {
       const operation = operationOf(document, route);
       assert.ok(operation, `${route.method} ${route.path} is documented`);
       assert.equal(operation['x-route-name'], route.name);
-      assert.equal(operation.summary, route.summary);
+      if (TOKEN_ROUTE_NAMES.includes(route.name))
+        assert.ok(operation.summary.startsWith(`${route.summary} (`));
+      else assert.equal(operation.summary, route.summary);
       assert.deepEqual(operation.tags, [...route.tags]);
     }
     const count = Object.values(document.paths as Record<string, object>).reduce(
@@ -131,6 +150,34 @@ describe('OpenAPI document', () => {
     }
   });
 
+  test('page and limit are documented as integers, while their strings are checked as before', () => {
+    const list = routes.find((route) => route.name === 'user::list');
+    const parameter = (name: string) =>
+      operationOf(document, list as AnyRoute)?.parameters.find((p: { name: string }) => p.name === name);
+    assert.deepEqual(parameter('page').schema, { type: 'integer', minimum: 1, maximum: 999999 });
+    assert.deepEqual(parameter('limit').schema, { type: 'integer', minimum: 1, maximum: 100 });
+    const query = compileValidator(list?.query as TSchema);
+    for (const accepted of [{ page: '1' }, { page: '999999' }, { limit: '1' }, { limit: '100' }]) {
+      assert.equal(query.errors(accepted), null, JSON.stringify(accepted));
+    }
+    for (const [name, value] of [
+      ['page', '0'],
+      ['page', '01'],
+      ['page', '1000000'],
+      ['page', '-1'],
+      ['page', '+1'],
+      ['page', '1.0'],
+      ['page', '1e2'],
+      ['page', ' 1'],
+      ['page', '0x10'],
+      ['limit', '101'],
+      ['limit', 'ten'],
+    ] as const) {
+      assert.deepEqual(Object.keys(query.errors({ [name]: value }) ?? {}), [name], `${name}=${value}`);
+    }
+    assert.deepEqual(query.errors({ page: 2 }), { page: ['Must be a whole number from 1'] }, 'a string only');
+  });
+
   test('every declared response is documented, problems as application/problem+json, plus a 500 problem', () => {
     for (const route of routes) {
       const operation = operationOf(document, route) ?? {};
@@ -141,8 +188,9 @@ describe('OpenAPI document', () => {
         if (spec.schema)
           assert.ok(documented.content[spec.contentType ?? 'application/json'], `${route.name} ${status}`);
         if (Number(status) >= 400) {
+          const problem = TOKEN_ROUTE_NAMES.includes(route.name) ? 'TokenError' : 'Problem';
           assert.deepEqual(documented.content[spec.contentType ?? 'application/problem+json'].schema, {
-            $ref: '#/components/schemas/Problem',
+            $ref: `#/components/schemas/${problem}`,
           });
         }
       }
@@ -190,7 +238,7 @@ describe('OpenAPI document', () => {
     ]);
   });
 
-  test('security: bearer JWT and the OAuth2 password flow; public routes need none', () => {
+  test('security: bearer JWT and the OAuth2 flows of the enabled grants; public routes need none', () => {
     const { securitySchemes } = document.components;
     assert.deepEqual(securitySchemes.bearerAuth, {
       type: 'http',
@@ -199,14 +247,75 @@ describe('OpenAPI document', () => {
       description: securitySchemes.bearerAuth.description,
     });
     assert.equal(securitySchemes.oauth2.type, 'oauth2');
-    assert.equal(securitySchemes.oauth2.flows.password.tokenUrl, '/security/generate-token');
-    assert.equal(securitySchemes.oauth2.flows.password.refreshUrl, '/security/refresh-token');
-    assert.deepEqual(Object.keys(securitySchemes.oauth2.flows.password.scopes), ['api']);
+    assert.deepEqual(securitySchemes.oauth2.flows, {
+      password: {
+        tokenUrl: '/security/generate-token',
+        refreshUrl: '/security/refresh-token',
+        scopes: { api: 'Access to the API' },
+      },
+      clientCredentials: { tokenUrl: '/security/generate-token', scopes: { api: 'Access to the API' } },
+    });
     for (const route of routes) {
       const { security } = operationOf(document, route) ?? {};
       if (route.permission === 'public') assert.deepEqual(security, [], route.name);
       else assert.deepEqual(security, [{ bearerAuth: [] }, { oauth2: ['api'] }], route.name);
     }
+
+    const withGrants = (grants: string) =>
+      buildOpenApiDocument(routes, loadConfig({ ...ENV, OAUTH_GRANTS: grants }, readPackageInfo())) as Json;
+    assert.deepEqual(Object.keys(withGrants('password').components.securitySchemes.oauth2.flows), [
+      'password',
+    ]);
+    assert.equal(
+      withGrants('password').components.securitySchemes.oauth2.flows.password.refreshUrl,
+      undefined,
+    );
+    assert.deepEqual(withGrants('client_credentials,refresh_token').components.securitySchemes.oauth2.flows, {
+      clientCredentials: { tokenUrl: '/security/generate-token', scopes: { api: 'Access to the API' } },
+    });
+    const noFlow = withGrants('refresh_token');
+    assert.equal(noFlow.components.securitySchemes.oauth2, undefined, 'no flow, no oauth2 scheme');
+    assert.deepEqual(noFlow.paths['/users'].get.security, [{ bearerAuth: [] }]);
+  });
+
+  test("the token endpoint's summary names every enabled grant", () => {
+    const summary = (grants: string) =>
+      (buildOpenApiDocument(routes, loadConfig({ ...ENV, OAUTH_GRANTS: grants }, readPackageInfo())) as Json)
+        .paths['/security/generate-token'].post.summary;
+    assert.equal(
+      summary('password,refresh_token,client_credentials'),
+      'Exchange credentials for tokens (grant_type password, refresh_token or client_credentials)',
+    );
+    assert.equal(
+      summary('client_credentials'),
+      'Exchange credentials for tokens (grant_type client_credentials)',
+    );
+    assert.equal(summary(''), 'Exchange credentials for tokens (no grant is enabled)');
+  });
+
+  test('documented headers: Location on 201s, WWW-Authenticate on 401s, no caching of token answers, Allow on 405', () => {
+    for (const route of routes) {
+      const { responses } = operationOf(document, route) ?? {};
+      const token = TOKEN_ROUTE_NAMES.includes(route.name);
+      if (responses['201'] && route.name !== 'error-report') {
+        assert.equal(responses['201'].headers?.Location?.required, true, route.name);
+      }
+      if (responses['401']) {
+        assert.equal(responses['401'].headers['WWW-Authenticate'].required, !token, route.name);
+      }
+      for (const [status, response] of Object.entries(responses as Record<string, Json>)) {
+        if (!token) continue;
+        assert.deepEqual(
+          response.headers['Cache-Control'].schema,
+          { const: 'no-store', type: 'string' },
+          status,
+        );
+        assert.deepEqual(response.headers.Pragma.schema, { const: 'no-cache', type: 'string' }, status);
+      }
+    }
+    const methodNotAllowed = document.components.responses.MethodNotAllowed;
+    assert.equal(methodNotAllowed.headers.Allow.required, true);
+    assert.ok(methodNotAllowed.content['application/problem+json']);
   });
 
   test('deprecated routes are marked and document the Deprecation, Sunset and Link headers', () => {
@@ -245,4 +354,64 @@ describe('OpenAPI document', () => {
       },
     );
   });
+
+  test("only JSON Schema 2020-12 and OpenAPI keywords reach the document; the validator's own stay out", () => {
+    assert.doesNotMatch(JSON.stringify(document), /"errorMessage"/);
+    const registry = new SchemaRegistry();
+    assert.deepEqual(
+      registry.use(
+        Type.Object({
+          errorMessage: Type.String({ errorMessage: 'Must be text', description: 'A property' }),
+        }),
+      ),
+      {
+        type: 'object',
+        required: ['errorMessage'],
+        properties: { errorMessage: { type: 'string', description: 'A property' } },
+      },
+      'a property may have any name; the keyword is dropped',
+    );
+    assert.throws(() => registry.use(Type.String({ nullable: true })), /keyword "nullable" \(at #\)/);
+    assert.throws(
+      () => registry.use(Type.Object({ pair: Type.Tuple([Type.String()]) })),
+      /keyword "items" \(at #\/properties\/pair\/items\) holds a list, as in draft-07/,
+      'draft-07 tuples would mean something else in 2020-12',
+    );
+  });
+
+  test('redocly lint (recommended rules, run offline) finds no error', async (t) => {
+    const lint = async (candidate: unknown) => {
+      const file = join(workDir, 'openapi.yaml');
+      await writeFile(file, toYaml(candidate as never));
+      return redoclyLint(file);
+    };
+    const result = await lint(document);
+    assert.equal(result.totals.errors, 0, JSON.stringify(result.problems, null, 2));
+    for (const problem of result.problems)
+      t.diagnostic(`${problem.severity} ${problem.ruleId}: ${problem.message}`);
+
+    const broken = structuredClone(document);
+    broken.components.schemas.Problem.properties.type.errorMessage = 'leaked';
+    assert.ok((await lint(broken)).totals.errors > 0, 'the lint does refuse a non-standard keyword');
+  });
 });
+
+/**
+ * Runs the redocly CLI of node_modules with the repository's redocly.yaml. Telemetry is off
+ * both there and in the environment, and the update check is off: it reaches no network.
+ */
+async function redoclyLint(file: string): Promise<{
+  totals: { errors: number; warnings: number };
+  problems: { ruleId: string; severity: string; message: string }[];
+}> {
+  const cli = fileURLToPath(new URL('../../node_modules/@redocly/cli/bin/cli.js', import.meta.url));
+  const config = fileURLToPath(new URL('../../redocly.yaml', import.meta.url));
+  const { stdout } = await run(
+    process.execPath,
+    [cli, 'lint', file, '--config', config, '--format', 'json'],
+    {
+      env: { PATH: process.env.PATH ?? '', REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+    },
+  ).catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }));
+  return JSON.parse(stdout);
+}

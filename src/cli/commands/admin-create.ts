@@ -58,6 +58,7 @@ export const registerAdminCreate: RegisterCommand = (program, loadConfig) => {
         }),
       );
       const password = await readPassword();
+      if (password === '') throw new Error(NO_PASSWORD);
       checked(() => {
         validatePassword.check({ password });
         assertNewPasswordAcceptable({ password, identity: fields.identity, confirmRequired: false });
@@ -113,6 +114,10 @@ function checked<T>(validate: () => T): T {
     );
   }
 }
+
+const NO_PASSWORD =
+  'no password was given: type it at the prompt, or pipe it on standard input ' +
+  `(printf '%s' "$PASSWORD" | npm run cli -- admin:create ...)`;
 
 async function readPassword(): Promise<string> {
   if (process.stdin.isTTY) {

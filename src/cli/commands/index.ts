@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { Config } from '../../config.ts';
+import type { Config, ServiceDescription } from '../../config.ts';
 import { registerAdminCreate } from './admin-create.ts';
 import { registerKeysGenerate } from './keys-generate.ts';
 import { registerOpenApiGenerate } from './openapi-generate.ts';
@@ -7,8 +7,15 @@ import { registerRouteList } from './route-list.ts';
 import { registerSeed } from './seed.ts';
 import { registerTokenGenerate } from './token-generate.ts';
 
-/** Adds one command to the program; configuration is loaded only by commands that need it. */
-export type RegisterCommand = (program: Command, loadConfig: () => Config) => void;
+/**
+ * Adds one command to the program. Configuration is loaded only by commands that need it:
+ * the whole runtime configuration, or only the description of the service.
+ */
+export type RegisterCommand = (
+  program: Command,
+  loadConfig: () => Config,
+  loadDescription: () => ServiceDescription,
+) => void;
 
 export const COMMANDS: readonly RegisterCommand[] = [
   registerKeysGenerate,

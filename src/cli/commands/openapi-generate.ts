@@ -6,7 +6,7 @@ import { routeTableWithoutServices } from './route-list.ts';
 
 export const DEFAULT_OPENAPI_OUTPUT = 'public/openapi.yaml';
 
-export const registerOpenApiGenerate: RegisterCommand = (program, loadConfig) => {
+export const registerOpenApiGenerate: RegisterCommand = (program, _loadConfig, loadDescription) => {
   program
     .command('openapi:generate')
     .description('Write the OpenAPI 3.1 description of every route (servers[0] is APP_URL)')
@@ -16,8 +16,8 @@ export const registerOpenApiGenerate: RegisterCommand = (program, loadConfig) =>
       DEFAULT_OPENAPI_OUTPUT,
     )
     .action((options: { output: string }) => {
-      const config = loadConfig();
-      const document = buildOpenApiDocument(routeTableWithoutServices(config), config);
+      const description = loadDescription();
+      const document = buildOpenApiDocument(routeTableWithoutServices(description), description);
       const text = options.output.endsWith('.json')
         ? `${JSON.stringify(document, null, 2)}\n`
         : toYaml(document);
@@ -31,6 +31,6 @@ export const registerOpenApiGenerate: RegisterCommand = (program, loadConfig) =>
         rmSync(partial, { force: true });
       }
       const operations = Object.values(document.paths).reduce((sum, ops) => sum + Object.keys(ops).length, 0);
-      console.log(`Wrote ${options.output}: ${operations} operations, server ${config.appUrl}`);
+      console.log(`Wrote ${options.output}: ${operations} operations, server ${description.appUrl}`);
     });
 };

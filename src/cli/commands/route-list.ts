@@ -1,21 +1,21 @@
 import { buildRouteTable } from '../../app.ts';
-import type { Config, Deprecation } from '../../config.ts';
+import type { Deprecation, ServiceDescription } from '../../config.ts';
 import type { AnyRoute } from '../../http/route.ts';
 import type { RegisterCommand } from './index.ts';
 
-export const registerRouteList: RegisterCommand = (program, loadConfig) => {
+export const registerRouteList: RegisterCommand = (program, _loadConfig, loadDescription) => {
   program
     .command('route:list')
     .description('List every route: method, path, name, permission and deprecation')
     .option('--json', 'print the list as JSON', false)
     .action((options: { json: boolean }) => {
-      const config = loadConfig();
-      const rows = routeTableWithoutServices(config).map((route) => ({
+      const description = loadDescription();
+      const rows = routeTableWithoutServices(description).map((route) => ({
         method: route.method,
         path: route.path,
         name: route.name,
         permission: route.permission === 'public' ? 'public' : route.permission.join(','),
-        deprecation: describeDeprecation(config.deprecations[route.name]),
+        deprecation: describeDeprecation(description.deprecations[route.name]),
       }));
       if (options.json) {
         console.log(JSON.stringify(rows, null, 2));
@@ -53,10 +53,10 @@ function describeDeprecation(deprecation: Deprecation | undefined): string {
  * without opening a store. A route factory that called a service while building the table
  * would fail here loudly, which is the point: building the table must not do I/O.
  */
-export function routeTableWithoutServices(config: Config): AnyRoute[] {
+export function routeTableWithoutServices(description: ServiceDescription): AnyRoute[] {
   type Services = Parameters<typeof buildRouteTable>[0];
   const services = new Proxy({} as Services, {
-    get: (_target, key) => (key === 'config' ? config : unavailable(String(key))),
+    get: (_target, key) => (key === 'config' ? description : unavailable(String(key))),
   });
   return buildRouteTable(services);
 }

@@ -4,7 +4,7 @@ import { viewAccount } from '../../accounts/representation.ts';
 import { ActivationBody, EmailBody, PasswordResetBody, RegisterBody } from '../../accounts/schemas.ts';
 import { HAL_JSON, halResource } from '../hal.ts';
 import { type AnyRoute, defineRoute, type Reply } from '../route.ts';
-import { AccountSchema, problems } from '../schemas.ts';
+import { AccountSchema, LOCATION, problems } from '../schemas.ts';
 
 export const MessageSchema = Type.Object({ message: Type.String() }, { $id: 'Message' });
 
@@ -43,6 +43,7 @@ export function accountRoutes(flows: AccountFlows): AnyRoute[] {
           description: 'The pending account; Location names it',
           schema: AccountSchema,
           contentType: HAL_JSON,
+          headers: LOCATION,
         },
         ...problems(400, 409, 413, 415, 503),
       },

@@ -5,7 +5,7 @@ import type { Account } from '../../stores/types.ts';
 import { rolesOf } from '../authorize.ts';
 import { HAL_JSON } from '../hal.ts';
 import { type AnyRoute, defineRoute, type Identity } from '../route.ts';
-import { AccountSchema, problems } from '../schemas.ts';
+import { AccountSchema, LOCATION, problems } from '../schemas.ts';
 import {
   type AccountResource,
   accountListRoute,
@@ -58,7 +58,12 @@ export function adminRoutes(admins: AccountManagement): AnyRoute[] {
       permission: ['superuser'],
       body: CreateAdminBody,
       responses: {
-        201: { description: 'The account; Location names it', schema: AccountSchema, contentType: HAL_JSON },
+        201: {
+          description: 'The account; Location names it',
+          schema: AccountSchema,
+          contentType: HAL_JSON,
+          headers: LOCATION,
+        },
         ...problems(400, 401, 403, 409, 413, 415, 503),
       },
       async handler({ body }) {

@@ -27,7 +27,17 @@ export function errorReportRoutes(reports: ErrorReportReceiver): AnyRoute[] {
           schema: Type.Object({ message: Type.String() }),
         },
         ...problems(400, 413, 415),
-        401: { ...PROBLEM, description: 'No Error-Reporting-Token header' },
+        401: {
+          ...PROBLEM,
+          description: 'No Error-Reporting-Token header',
+          headers: {
+            'WWW-Authenticate': {
+              description: 'Names the header to send: `Error-Reporting-Token`',
+              schema: Type.Literal('Error-Reporting-Token'),
+              required: true,
+            },
+          },
+        },
         403: {
           ...PROBLEM,
           description:

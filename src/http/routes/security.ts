@@ -1,14 +1,41 @@
+import { Type } from '@sinclair/typebox';
 import type { TokenEndpoint } from '../../oauth/token-endpoint.ts';
 import { NOT_CACHED } from '../problem.ts';
-import { type AnyRoute, defineRoute, type ResponseSpec } from '../route.ts';
-import { ProblemSchema, problems, TokenResponseSchema } from '../schemas.ts';
+import { type AnyRoute, defineRoute, type HeaderSpec, type ResponseSpec } from '../route.ts';
+import { problems, TokenErrorSchema, TokenResponseSchema } from '../schemas.ts';
+
+/** RFC 6749 §5.1/§5.2: every answer of the token endpoint, success or error, says so. */
+const NOT_CACHED_HEADERS: Record<string, HeaderSpec> = Object.fromEntries(
+  Object.entries(NOT_CACHED).map(([name, value]) => [
+    name,
+    { description: 'Token endpoint answers are never cached', schema: Type.Literal(value), required: true },
+  ]),
+);
+
+/** RFC 6749 §5.2: the challenge of `invalid_client` when the client authenticated with HTTP Basic. */
+const BASIC_CHALLENGE: Record<string, HeaderSpec> = {
+  'WWW-Authenticate': {
+    description:
+      'Only when the client sent HTTP Basic credentials: `Basic realm="token", …, error="invalid_client"`',
+    schema: Type.String({ pattern: '^Basic ' }),
+    required: false,
+  },
+};
 
 /** RFC 6749 §5.2: the token endpoint's errors, a 500 too, are application/json with the problem members. */
 const TOKEN_ERRORS: Record<number, ResponseSpec> = Object.fromEntries(
   Object.entries({
     ...problems(400, 401, 413, 415, 503),
     500: { description: 'Unexpected error (`server_error`); the details go to the error log only' },
-  }).map(([status, spec]) => [status, { ...spec, schema: ProblemSchema, contentType: 'application/json' }]),
+  }).map(([status, spec]) => [
+    status,
+    {
+      description: spec.description,
+      schema: TokenErrorSchema,
+      contentType: 'application/json',
+      headers: { ...NOT_CACHED_HEADERS, ...(status === '401' ? BASIC_CHALLENGE : {}) },
+    },
+  ]),
 );
 
 /** Both token routes are served by the one token endpoint, which dispatches on `grant_type`. */
@@ -22,7 +49,10 @@ export function securityRoutes(tokenEndpoint: TokenEndpoint): AnyRoute[] {
       tags: ['security'],
       permission: 'public',
       errors: 'oauth',
-      responses: { 200: { description: 'Tokens issued', schema: TokenResponseSchema }, ...TOKEN_ERRORS },
+      responses: {
+        200: { description: 'Tokens issued', schema: TokenResponseSchema, headers: NOT_CACHED_HEADERS },
+        ...TOKEN_ERRORS,
+      },
       handler: async ({ body, req }) => ({
         status: 200,
         body: await tokenEndpoint(body, req.headers.authorization),
@@ -30,11 +60,7 @@ export function securityRoutes(tokenEndpoint: TokenEndpoint): AnyRoute[] {
       }),
     });
   return [
-    route(
-      '/security/generate-token',
-      'security::generate-token',
-      'Exchange credentials for tokens (password grant)',
-    ),
+    route('/security/generate-token', 'security::generate-token', 'Exchange credentials for tokens'),
     route('/security/refresh-token', 'security::refresh-token', 'Exchange a refresh token for new tokens'),
   ];
 }

@@ -4,7 +4,7 @@ import { Forbidden, NotFound } from '../../errors.ts';
 import type { Account } from '../../stores/types.ts';
 import { HAL_JSON } from '../hal.ts';
 import { type AnyRoute, defineRoute } from '../route.ts';
-import { AccountSchema, problems } from '../schemas.ts';
+import { AccountSchema, LOCATION, problems } from '../schemas.ts';
 import {
   type AccountResource,
   accountListRoute,
@@ -63,7 +63,12 @@ export function userRoutes(users: AccountManagement): AnyRoute[] {
       permission: ['admin'],
       body: CreateUserBody,
       responses: {
-        201: { description: 'The account; Location names it', schema: AccountSchema, contentType: HAL_JSON },
+        201: {
+          description: 'The account; Location names it',
+          schema: AccountSchema,
+          contentType: HAL_JSON,
+          headers: LOCATION,
+        },
         ...problems(400, 401, 403, 409, 413, 415, 503),
       },
       async handler({ body }) {
