@@ -177,7 +177,7 @@ export const SETTINGS = {
   },
   NODE_ENV: {
     section: 'service',
-    meaning: '`production` makes every start warn about each publicly known seed secret still in place.',
+    meaning: 'Set to `production`, every start warns about each publicly known seed secret still in place.',
     unset: 'no warnings',
     example: 'production',
     envFile: 'set',
@@ -207,7 +207,10 @@ export const SETTINGS = {
     section: 'storage',
     meaning: 'Redis for refresh tokens.',
     unset: 'kept in memory, lost at exit',
-    notes: 'Host, port, password and database number come from the URL; the other options are fixed.',
+    notes:
+      'Host, port, user, password and database number come from the URL; `rediss://` connects ' +
+      'over TLS. Leave its query empty: ioredis would let it override the ' +
+      '[connection defaults](#connections-to-mongodb-and-redis) the service relies on.',
     example: 'redis://:password@redis:6379',
     envFile: 'commented',
     value: connectionUrl(['redis:', 'rediss:']),
@@ -255,7 +258,7 @@ export const SETTINGS = {
   },
   SMTP_URL: {
     section: 'accounts',
-    meaning: 'Mail transport.',
+    meaning: 'SMTP server that sends the mail, with its credentials.',
     unset: 'every message is written to `LOG_DIR/mail/` as an `.eml` file',
     notes:
       '`smtp://` (port 587) upgrades with STARTTLS when the server offers it, `smtps://` (port 465) ' +
