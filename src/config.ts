@@ -5,6 +5,10 @@ import { createClientWhitelist } from './error-report/whitelist.ts';
 /**
  * Configuration, read from the environment once at start and validated there. Nothing else in
  * the service reads `process.env`: the composition root hands each part what it needs.
+ *
+ * SETTINGS is the one list of variables: `loadConfig` reads and checks every one of them, and
+ * `npm run cli -- config:docs` writes docs/configuration.md and .env.example from it. A new
+ * setting is one entry there, plus the field of Config that carries it.
  */
 
 export const SIGNING_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'] as const;
@@ -78,21 +82,337 @@ export class ConfigError extends Error {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
+/** How a variable's text becomes a value; `accepts` says so in the documentation. */
+export interface ValueKind<T> {
+  accepts: string;
+  /** Throws ConfigError naming the variable when the text is not a value of this kind. */
+  parse(raw: string, name: string): T;
+  /** An empty value is a value of its own (the empty list) rather than "unset". */
+  emptyIsValue?: boolean;
+}
+
+/** The sections of docs/configuration.md, in order. */
+export const SECTIONS = {
+  service: 'The service',
+  storage: 'Storage',
+  oauth: 'OAuth and tokens',
+  accounts: 'Accounts and mail',
+  http: 'HTTP',
+  errorReport: 'Error reporting',
+  files: 'Files',
+} as const;
+export type Section = keyof typeof SECTIONS;
+
+/** One environment variable: how it is read, and what the documentation says about it. */
+export interface Setting<T = unknown> {
+  section: Section;
+  /** One line: what the variable sets. Markdown, no links (it is also a comment in .env.example). */
+  meaning: string;
+  value: ValueKind<T>;
+  /** The text read when the variable is unset (or empty); documented as the default. */
+  default?: string;
+  /** What leaving the variable unset means, documented instead of a plain default. */
+  unset?: string;
+  /** More for the documentation, Markdown. */
+  notes?: string;
+  /** A value to show, in the documentation and in .env.example. */
+  example?: string;
+  /** Its line in .env.example (the compose deployment): set to the example, or commented out. */
+  envFile?: 'set' | 'commented';
+  /** Read by route:list and openapi:generate, which describe the service without running it. */
+  describesService?: true;
+}
+
+const code = (text: string) => `\`${text}\``;
+
+export const SETTINGS = {
+  PORT: {
+    section: 'service',
+    meaning: 'Port the HTTP workers listen on.',
+    default: '8080',
+    value: integer(0, 65535),
+  },
+  HOST: {
+    section: 'service',
+    meaning: 'Address the HTTP workers listen on.',
+    default: '0.0.0.0',
+    value: text('an IP address or host name'),
+  },
+  WORKERS: {
+    section: 'service',
+    meaning: 'Number of HTTP worker processes.',
+    unset: 'one per CPU; always 1 unless both `MONGODB_URL` and `REDIS_URL` are set',
+    notes:
+      'Memory stores cannot be shared between processes, so without both backends one worker runs ' +
+      'and the start says so. Each worker gets CPU count ÷ `WORKERS` bcrypt threads.',
+    example: '2',
+    envFile: 'commented',
+    value: integer(1, 256),
+  },
+  APP_NAME: {
+    section: 'service',
+    meaning: 'Name returned by `GET /`; also the `service` of log lines and the sender name of mail.',
+    unset: 'the `name` in package.json',
+    describesService: true,
+    value: text('any text'),
+  },
+  APP_VERSION: {
+    section: 'service',
+    meaning: 'Version returned by `GET /` and written into the OpenAPI document.',
+    unset: 'the `version` in package.json',
+    describesService: true,
+    value: text('any text'),
+  },
+  APP_URL: {
+    section: 'service',
+    meaning: 'Public base URL: `iss` and `aud` of access tokens, base of mail links, OpenAPI `servers[0]`.',
+    default: 'http://localhost:8080',
+    notes:
+      'A trailing `/` is dropped. Behind nginx it is the `https://` address clients use; changing ' +
+      'it makes every access token already issued invalid (its `iss` and `aud` no longer match).',
+    example: 'https://localhost',
+    envFile: 'set',
+    describesService: true,
+    value: httpUrl(),
+  },
+  NODE_ENV: {
+    section: 'service',
+    meaning: 'Set to `production`, every start warns about each publicly known seed secret still in place.',
+    unset: 'no warnings',
+    example: 'production',
+    envFile: 'set',
+    value: text('any text; only `production` has an effect'),
+  },
+  SHUTDOWN_GRACE: {
+    section: 'service',
+    meaning: 'Seconds a stopping worker lets in-flight requests finish.',
+    default: '10',
+    notes:
+      'Keep it below the time the container manager waits (`stop_grace_period: 30s` in docker-compose.yml).',
+    envFile: 'commented',
+    value: integer(0, 3600),
+  },
+  MONGODB_URL: {
+    section: 'storage',
+    meaning: 'MongoDB for accounts, OAuth clients, scopes and mailed links; the database is the URL path.',
+    unset: 'kept in memory, lost at exit',
+    notes:
+      'Any MongoDB connection string, replica sets included. Driver options in its query win over ' +
+      'the [connection defaults](#connections-to-mongodb-and-redis).',
+    example: 'mongodb://user:password@mongo:27017/tokenservice?authSource=admin',
+    envFile: 'commented',
+    value: connectionUrl(['mongodb:', 'mongodb+srv:']),
+  },
+  REDIS_URL: {
+    section: 'storage',
+    meaning: 'Redis for refresh tokens.',
+    unset: 'kept in memory, lost at exit',
+    notes:
+      'Host, port, user, password and database number come from the URL; `rediss://` connects ' +
+      'over TLS. Leave its query empty: ioredis would let it override the ' +
+      '[connection defaults](#connections-to-mongodb-and-redis) the service relies on.',
+    example: 'redis://:password@redis:6379',
+    envFile: 'commented',
+    value: connectionUrl(['redis:', 'rediss:']),
+  },
+  BACKEND_STARTUP_TIMEOUT: {
+    section: 'storage',
+    meaning: 'Seconds a start keeps retrying an unreachable MongoDB or Redis before it exits 1.',
+    default: '30',
+    value: integer(1, 3600),
+  },
+  OAUTH_GRANTS: {
+    section: 'oauth',
+    meaning: 'Enabled grants; a grant left out answers `unsupported_grant_type`.',
+    default: GRANT_TYPES.join(','),
+    describesService: true,
+    value: grantList(),
+  },
+  ACCESS_TOKEN_TTL: {
+    section: 'oauth',
+    meaning: 'Lifetime of an access token, seconds (its `expires_in`).',
+    default: '86400',
+    envFile: 'commented',
+    value: integer(1, 31_536_000),
+  },
+  REFRESH_TOKEN_TTL: {
+    section: 'oauth',
+    meaning: 'Lifetime of a refresh token, seconds (30 days); every rotation starts a new lifetime.',
+    default: '2592000',
+    envFile: 'commented',
+    value: integer(1, 31_536_000),
+  },
+  ACCESS_TOKEN_ALG: {
+    section: 'oauth',
+    meaning: 'Signing algorithm of access tokens; verification accepts only this one.',
+    default: 'RS256',
+    value: oneOf(SIGNING_ALGORITHMS),
+  },
+  BCRYPT_COST: {
+    section: 'accounts',
+    meaning: 'bcrypt cost of new password hashes; hashes made at another cost still verify.',
+    default: '10',
+    notes: 'One more doubles the time a login takes; `npm run bench` measures the rate.',
+    envFile: 'commented',
+    value: integer(4, 31),
+  },
+  SMTP_URL: {
+    section: 'accounts',
+    meaning: 'SMTP server that sends the mail, with its credentials.',
+    unset: 'every message is written to `LOG_DIR/mail/` as an `.eml` file',
+    notes:
+      '`smtp://` (port 587) upgrades with STARTTLS when the server offers it, `smtps://` (port 465) ' +
+      'uses TLS from the start. nodemailer options in the query win, e.g. `?requireTLS=true`; the ' +
+      'defaults wait 10 s to connect, 10 s for the greeting and 20 s on a silent socket.',
+    example: 'smtp://user:password@mail.example.com:587',
+    envFile: 'commented',
+    value: connectionUrl(['smtp:', 'smtps:']),
+  },
+  MAIL_FROM: {
+    section: 'accounts',
+    meaning: 'Sender of every message.',
+    unset: '`APP_NAME <no-reply@host of APP_URL>`',
+    example: 'Token Service <no-reply@example.com>',
+    envFile: 'commented',
+    value: text('an address, optionally with a display name'),
+  },
+  ACTIVATION_TTL: {
+    section: 'accounts',
+    meaning: 'Lifetime of an activation link, seconds.',
+    default: '86400',
+    value: integer(60, 31_536_000),
+  },
+  RESET_PASSWORD_TTL: {
+    section: 'accounts',
+    meaning: 'Lifetime of a password reset link, seconds.',
+    default: '3600',
+    value: integer(60, 31_536_000),
+  },
+  BODY_LIMIT: {
+    section: 'http',
+    meaning: 'Largest accepted request body; a larger one is refused with 413.',
+    default: '1mb',
+    notes: 'Keep it in step with `client_max_body_size` in nginx/templates/default.conf.template.',
+    envFile: 'commented',
+    value: byteSize(),
+  },
+  CORS_ORIGINS: {
+    section: 'http',
+    meaning: 'Origins whose browser scripts may call the API.',
+    default: '',
+    unset: 'no cross-origin access',
+    notes:
+      'With a list, every answer varies by `Origin`; `*` answers every origin alike. Script of an ' +
+      'allowed origin may read `Location`, `WWW-Authenticate`, `Deprecation`, `Sunset` and `Link`. ' +
+      'Browsers cache a preflight for `cors.maxAge` of [`CONFIG_FILE`](#the-config_file).',
+    example: 'https://app.example.com',
+    envFile: 'commented',
+    value: corsOrigins(),
+  },
+  CONFIG_FILE: {
+    section: 'http',
+    meaning: 'JSON file of structured settings: response headers per route, CORS, deprecations.',
+    unset: 'the built-in defaults',
+    notes: 'Its members are described [below](#the-config_file).',
+    describesService: true,
+    value: jsonFile(),
+  },
+  ERROR_REPORT_TOKENS: {
+    section: 'errorReport',
+    meaning: 'Accepted `Error-Reporting-Token` values, each with the alias the report log records.',
+    default: '',
+    unset: '`POST /error-report` refuses every report (403)',
+    notes: '`npm run cli -- token:generate error-reporting --alias web` makes a token and prints the line.',
+    example: 'web:change-me-to-a-long-random-token',
+    envFile: 'commented',
+    value: errorReportTokens(),
+  },
+  ERROR_REPORT_IP_WHITELIST: {
+    section: 'errorReport',
+    meaning: 'Client addresses allowed to report errors.',
+    default: '',
+    unset: 'no address is admitted',
+    notes:
+      'Which address a report is checked by depends on the proxy in front: see ' +
+      '[the client address](security.md#the-client-address-of-an-error-report).',
+    example: '203.0.113.7,198.51.100.0/24,2001:db8::/32',
+    envFile: 'commented',
+    value: ipList(),
+  },
+  ERROR_REPORT_DOMAIN_WHITELIST: {
+    section: 'errorReport',
+    meaning: 'Host names allowed to report errors, matched against the host of the `Origin` header.',
+    default: '',
+    unset: 'no origin is admitted',
+    example: 'app.example.com',
+    envFile: 'commented',
+    value: hostList(),
+  },
+  KEYS_DIR: {
+    section: 'files',
+    meaning: 'Directory of the key files `private.key`, `public.key` and `encryption.key`.',
+    default: 'keys',
+    value: text('a directory path'),
+  },
+  LOG_DIR: {
+    section: 'files',
+    meaning: 'Directory of the error log, the error report log and (without `SMTP_URL`) mail.',
+    default: 'log',
+    value: text('a directory path'),
+  },
+} satisfies Record<string, Setting>;
+
+export type SettingName = keyof typeof SETTINGS;
+
+/** What a setting reads as: its kind's value, or undefined when it has no default and is unset. */
+type ValueOf<S> = S extends { value: ValueKind<infer T> }
+  ? S extends { default: string }
+    ? T
+    : T | undefined
+  : never;
+type Values<N extends SettingName> = { [K in N]: ValueOf<(typeof SETTINGS)[K]> };
+
+type DescriptionSettingName = {
+  [K in SettingName]: (typeof SETTINGS)[K] extends { describesService: true } ? K : never;
+}[SettingName];
+
+const SETTING_NAMES = Object.keys(SETTINGS) as SettingName[];
+export const DESCRIPTION_SETTINGS = SETTING_NAMES.filter(
+  (name) => (SETTINGS[name] as Setting).describesService,
+) as DescriptionSettingName[];
+
+/** Reads and checks the named variables; the first invalid one throws ConfigError naming it. */
+function readSettings<N extends SettingName>(env: Env, names: readonly N[]): Values<N> {
+  const values: Partial<Record<SettingName, unknown>> = {};
+  for (const name of names) {
+    const setting: Setting = SETTINGS[name];
+    const raw = env[name];
+    const text = raw === undefined || (raw === '' && !setting.value.emptyIsValue) ? setting.default : raw;
+    values[name] = text === undefined ? undefined : setting.value.parse(text, name);
+  }
+  return values as Values<N>;
+}
+
 export const DEFAULT_RESPONSE_HEADERS: Readonly<Record<string, string>> = {
   'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'no-referrer',
   'Permissions-Policy': 'interest-cohort=()',
 };
 
+/** How long browsers may cache a CORS preflight, seconds, unless CONFIG_FILE says otherwise. */
+export const DEFAULT_CORS_MAX_AGE = 600;
+
 /** `GET /` is deprecated as a demonstration of the feature, with a sunset far in the future. */
-const DEFAULT_DEPRECATIONS: Record<string, { since: string; sunset: string; link: string }> = {
-  home: { since: '2025-01-01T00:00:00Z', sunset: '2099-12-31T23:59:59Z', link: '/#deprecation' },
-};
+export const DEFAULT_DEPRECATIONS: Readonly<Record<string, { since: string; sunset: string; link: string }>> =
+  {
+    home: { since: '2025-01-01T00:00:00Z', sunset: '2099-12-31T23:59:59Z', link: '/#deprecation' },
+  };
 
 /**
  * What describing the service takes (route:list, openapi:generate): names, URL, grants and
  * deprecations, and nothing of how it runs. It reads and checks only the variables behind
- * these, so a runtime setting that would stop the service does not stop a description.
+ * these (DESCRIPTION_SETTINGS), so a runtime setting that would stop the service does not
+ * stop a description.
  */
 export type ServiceDescription = Pick<
   Config,
@@ -102,79 +422,69 @@ export type ServiceDescription = Pick<
 type PackageInfo = { name: string; version: string };
 
 export function loadServiceDescription(env: Env, packageInfo: PackageInfo): ServiceDescription {
-  return serviceDescription(env, packageInfo, readConfigFile(env.CONFIG_FILE));
+  return serviceDescription(readSettings(env, DESCRIPTION_SETTINGS), packageInfo);
 }
 
-function serviceDescription(env: Env, packageInfo: PackageInfo, file: ConfigFile): ServiceDescription {
-  const appUrl = url(env, 'APP_URL', 'http://localhost:8080').replace(/\/+$/, '');
+function serviceDescription(
+  settings: Values<DescriptionSettingName>,
+  packageInfo: PackageInfo,
+): ServiceDescription {
+  const appUrl = settings.APP_URL.replace(/\/+$/, '');
   return {
-    appName: env.APP_NAME || packageInfo.name,
-    appVersion: env.APP_VERSION || packageInfo.version,
+    appName: settings.APP_NAME ?? packageInfo.name,
+    appVersion: settings.APP_VERSION ?? packageInfo.version,
     appUrl,
-    grants: grants(env),
-    deprecations: deprecations({ ...DEFAULT_DEPRECATIONS, ...file.deprecations }, appUrl),
+    grants: settings.OAUTH_GRANTS,
+    deprecations: deprecations({ ...DEFAULT_DEPRECATIONS, ...settings.CONFIG_FILE?.deprecations }, appUrl),
   };
 }
 
 export function loadConfig(env: Env, packageInfo: PackageInfo): Config {
-  const embedded = !env.MONGODB_URL || !env.REDIS_URL;
-  const file = readConfigFile(env.CONFIG_FILE);
-  const description = serviceDescription(env, packageInfo, file);
-  const corsOrigins = list(env.CORS_ORIGINS);
+  const settings = readSettings(env, SETTING_NAMES);
+  const description = serviceDescription(settings, packageInfo);
+  const file = settings.CONFIG_FILE ?? {};
   // Memory stores cannot be shared between processes, so the embedded mode runs one worker.
-  const workers = embedded ? 1 : integer(env, 'WORKERS', availableParallelism(), 1, 256);
+  const embedded = !settings.MONGODB_URL || !settings.REDIS_URL;
+  const workers = embedded ? 1 : (settings.WORKERS ?? availableParallelism());
   return {
     ...description,
-    port: integer(env, 'PORT', 8080, 0, 65535),
-    host: env.HOST || '0.0.0.0',
+    port: settings.PORT,
+    host: settings.HOST,
     workers,
     hashThreads: Math.max(1, Math.floor(availableParallelism() / workers)),
-    shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE', 10, 0, 3600) * 1000,
-    production: env.NODE_ENV === 'production',
-    mongodbUrl: optionalUrl(env, 'MONGODB_URL', ['mongodb:', 'mongodb+srv:']),
-    redisUrl: optionalUrl(env, 'REDIS_URL', ['redis:', 'rediss:']),
-    backendStartupTimeoutMs: integer(env, 'BACKEND_STARTUP_TIMEOUT', 30, 1, 3600) * 1000,
-    smtpUrl: optionalUrl(env, 'SMTP_URL', ['smtp:', 'smtps:']),
-    keysDir: env.KEYS_DIR || 'keys',
-    logDir: env.LOG_DIR || 'log',
-    accessTokenTtl: integer(env, 'ACCESS_TOKEN_TTL', 86400, 1, 31_536_000),
-    refreshTokenTtl: integer(env, 'REFRESH_TOKEN_TTL', 2_592_000, 1, 31_536_000),
-    accessTokenAlg: oneOf(env, 'ACCESS_TOKEN_ALG', SIGNING_ALGORITHMS, 'RS256'),
-    bcryptCost: integer(env, 'BCRYPT_COST', 10, 4, 31),
-    bodyLimit: byteSize(env, 'BODY_LIMIT', '1mb'),
+    shutdownGraceMs: settings.SHUTDOWN_GRACE * 1000,
+    production: settings.NODE_ENV === 'production',
+    mongodbUrl: settings.MONGODB_URL,
+    redisUrl: settings.REDIS_URL,
+    backendStartupTimeoutMs: settings.BACKEND_STARTUP_TIMEOUT * 1000,
+    smtpUrl: settings.SMTP_URL,
+    keysDir: settings.KEYS_DIR,
+    logDir: settings.LOG_DIR,
+    accessTokenTtl: settings.ACCESS_TOKEN_TTL,
+    refreshTokenTtl: settings.REFRESH_TOKEN_TTL,
+    accessTokenAlg: settings.ACCESS_TOKEN_ALG,
+    bcryptCost: settings.BCRYPT_COST,
+    bodyLimit: settings.BODY_LIMIT,
     mail: {
-      from: env.MAIL_FROM || `${description.appName} <no-reply@${new URL(description.appUrl).hostname}>`,
-      activationTtl: integer(env, 'ACTIVATION_TTL', 86_400, 60, 31_536_000),
-      resetTtl: integer(env, 'RESET_PASSWORD_TTL', 3_600, 60, 31_536_000),
+      from: settings.MAIL_FROM ?? `${description.appName} <no-reply@${new URL(description.appUrl).hostname}>`,
+      activationTtl: settings.ACTIVATION_TTL,
+      resetTtl: settings.RESET_PASSWORD_TTL,
     },
     errorReport: {
-      tokens: errorReportTokens(env.ERROR_REPORT_TOKENS),
-      ipWhitelist: ipWhitelist(env.ERROR_REPORT_IP_WHITELIST),
-      domainWhitelist: list(env.ERROR_REPORT_DOMAIN_WHITELIST).map((host) => host.toLowerCase()),
+      tokens: settings.ERROR_REPORT_TOKENS,
+      ipWhitelist: settings.ERROR_REPORT_IP_WHITELIST,
+      domainWhitelist: settings.ERROR_REPORT_DOMAIN_WHITELIST,
     },
-    cors: { origins: corsOrigins.includes('*') ? '*' : corsOrigins, maxAge: file.cors?.maxAge ?? 600 },
+    cors: { origins: settings.CORS_ORIGINS, maxAge: file.cors?.maxAge ?? DEFAULT_CORS_MAX_AGE },
     responseHeaders: responseHeaders(file),
   };
 }
 
+/** The members of CONFIG_FILE; docs/configuration.md describes them. */
 interface ConfigFile {
   responseHeaders?: Record<string, Record<string, string>>;
   cors?: { maxAge?: number };
   deprecations?: Record<string, { since: string; sunset: string; link: string }>;
-}
-
-function readConfigFile(path: string | undefined): ConfigFile {
-  if (!path) return {};
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (error) {
-    throw new ConfigError('CONFIG_FILE', `cannot be read as JSON (${(error as Error).message})`);
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new ConfigError('CONFIG_FILE', 'must hold a JSON object');
-  }
-  return parsed as ConfigFile;
 }
 
 function responseHeaders(file: ConfigFile): Config['responseHeaders'] {
@@ -215,110 +525,169 @@ function deprecations(
   return result;
 }
 
-function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
-  const value = Number(raw);
-  if (value < min || value > max)
-    throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
-  return value;
+// The kinds of value a variable holds. Each parser sees the variable's text (or its default).
+
+function text(accepts: string): ValueKind<string> {
+  return { accepts, parse: (raw) => raw };
 }
 
-function url(env: Env, name: string, fallback: string): string {
-  const raw = env[name] || fallback;
-  try {
-    const parsed = new URL(raw);
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http(s)');
-  } catch {
-    throw new ConfigError(name, `must be an http(s) URL, got "${raw}"`);
-  }
-  return raw;
+function integer(min: number, max: number): ValueKind<number> {
+  return {
+    accepts: `a whole number from ${min} to ${max}`,
+    parse(raw, name) {
+      if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+      const value = Number(raw);
+      if (value < min || value > max)
+        throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+      return value;
+    },
+  };
 }
 
-function optionalUrl(env: Env, name: string, protocols: readonly string[]): string | undefined {
-  const raw = env[name];
-  if (!raw) return undefined;
-  let protocol: string;
-  try {
-    protocol = new URL(raw).protocol;
-  } catch {
-    // Never echo the value: connection URLs carry passwords.
-    throw new ConfigError(name, 'is not a valid URL');
-  }
-  if (!protocols.includes(protocol)) throw new ConfigError(name, `must use ${protocols.join(' or ')}`);
-  return raw;
+function oneOf<T extends string>(allowed: readonly T[]): ValueKind<T> {
+  return {
+    accepts: `one of ${allowed.map(code).join(', ')}`,
+    parse(raw, name) {
+      if (!(allowed as readonly string[]).includes(raw)) {
+        throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${raw}"`);
+      }
+      return raw as T;
+    },
+  };
 }
 
-function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!(allowed as readonly string[]).includes(raw)) {
-    throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${raw}"`);
-  }
-  return raw as T;
+function httpUrl(): ValueKind<string> {
+  return {
+    accepts: 'an `http:` or `https:` URL',
+    parse(raw, name) {
+      try {
+        const parsed = new URL(raw);
+        if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http(s)');
+      } catch {
+        throw new ConfigError(name, `must be an http(s) URL, got "${raw}"`);
+      }
+      return raw;
+    },
+  };
 }
 
-function grants(env: Env): ReadonlySet<GrantType> {
-  const raw = env.OAUTH_GRANTS;
-  if (raw === undefined) return new Set(GRANT_TYPES);
-  const names = list(raw);
-  for (const name of names) {
-    if (!(GRANT_TYPES as readonly string[]).includes(name)) {
-      throw new ConfigError(
-        'OAUTH_GRANTS',
-        `names an unknown grant "${name}" (known: ${GRANT_TYPES.join(', ')})`,
-      );
-    }
-  }
-  return new Set(names as GrantType[]);
-}
-
-/**
- * `ERROR_REPORT_TOKENS`: a comma list of `alias:token` pairs (a bare token gets the alias
- * `token-N`). Tokens must be long enough not to be guessed.
- */
-function errorReportTokens(raw: string | undefined): ReadonlyMap<string, string> {
-  const tokens = new Map<string, string>();
-  list(raw).forEach((entry, index) => {
-    const colon = entry.indexOf(':');
-    const alias = colon > 0 ? entry.slice(0, colon) : `token-${index + 1}`;
-    const token = colon > 0 ? entry.slice(colon + 1) : entry;
-    if (token.length < 16)
-      throw new ConfigError(
-        'ERROR_REPORT_TOKENS',
-        `entry ${index + 1} has a token shorter than 16 characters`,
-      );
-    if (tokens.has(alias)) throw new ConfigError('ERROR_REPORT_TOKENS', `alias "${alias}" is used twice`);
-    tokens.set(alias, token);
-  });
-  return tokens;
-}
-
-/** IP addresses and CIDR ranges, checked here so a typo stops the start naming the variable. */
-function ipWhitelist(raw: string | undefined): string[] {
-  const entries = list(raw);
-  try {
-    createClientWhitelist({ addresses: entries, domains: [] });
-  } catch (error) {
-    throw new ConfigError('ERROR_REPORT_IP_WHITELIST', `is invalid: ${(error as Error).message}`);
-  }
-  return entries;
+/** A backend's URL. Never echoed in an error: connection URLs carry passwords. */
+function connectionUrl(protocols: readonly string[]): ValueKind<string> {
+  return {
+    accepts: `a URL with the scheme ${protocols.map(code).join(' or ')}`,
+    parse(raw, name) {
+      let protocol: string;
+      try {
+        protocol = new URL(raw).protocol;
+      } catch {
+        throw new ConfigError(name, 'is not a valid URL');
+      }
+      if (!protocols.includes(protocol)) throw new ConfigError(name, `must use ${protocols.join(' or ')}`);
+      return raw;
+    },
+  };
 }
 
 const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
 
-function byteSize(env: Env, name: string, fallback: string): number {
-  const raw = (env[name] || fallback).trim().toLowerCase();
-  const match = /^(\d+)\s*(b|kb|mb|gb)?$/.exec(raw);
-  const value = match ? Number(match[1]) * (UNITS[match[2] ?? 'b'] ?? 1) : 0;
-  if (!match || value < 1) throw new ConfigError(name, `must be a size such as 100kb or 1mb, got "${raw}"`);
-  return value;
+function byteSize(): ValueKind<number> {
+  return {
+    accepts: 'a whole number of bytes, or with `kb`, `mb` or `gb` (`1kb` is 1024 bytes)',
+    parse(given, name) {
+      const raw = given.trim().toLowerCase();
+      const match = /^(\d+)\s*(b|kb|mb|gb)?$/.exec(raw);
+      const value = match ? Number(match[1]) * (UNITS[match[2] ?? 'b'] ?? 1) : 0;
+      if (!match || value < 1)
+        throw new ConfigError(name, `must be a size such as 100kb or 1mb, got "${raw}"`);
+      return value;
+    },
+  };
 }
 
-function list(raw: string | undefined): string[] {
-  return (raw ?? '')
+function list(raw: string): string[] {
+  return raw
     .split(',')
     .map((item) => item.trim())
     .filter(Boolean);
+}
+
+/** A comma list, where an empty value is the empty list. */
+function listOf<T>(accepts: string, parse: (items: string[], name: string) => T): ValueKind<T> {
+  return { accepts, emptyIsValue: true, parse: (raw, name) => parse(list(raw), name) };
+}
+
+function grantList(): ValueKind<ReadonlySet<GrantType>> {
+  return listOf(`a comma list of ${GRANT_TYPES.map(code).join(', ')}; empty enables none`, (names, name) => {
+    for (const grant of names) {
+      if (!(GRANT_TYPES as readonly string[]).includes(grant)) {
+        throw new ConfigError(name, `names an unknown grant "${grant}" (known: ${GRANT_TYPES.join(', ')})`);
+      }
+    }
+    return new Set(names as GrantType[]);
+  });
+}
+
+function corsOrigins(): ValueKind<readonly string[] | '*'> {
+  return listOf('a comma list of origins such as `https://app.example.com`, or `*`', (origins) =>
+    origins.includes('*') ? '*' : origins,
+  );
+}
+
+function hostList(): ValueKind<readonly string[]> {
+  return listOf('a comma list of host names (compared without regard to case)', (hosts) =>
+    hosts.map((host) => host.toLowerCase()),
+  );
+}
+
+/** IP addresses and CIDR ranges, checked here so a typo stops the start naming the variable. */
+function ipList(): ValueKind<readonly string[]> {
+  return listOf('a comma list of IPv4 and IPv6 addresses and CIDR ranges', (entries, name) => {
+    try {
+      createClientWhitelist({ addresses: entries, domains: [] });
+    } catch (error) {
+      throw new ConfigError(name, `is invalid: ${(error as Error).message}`);
+    }
+    return entries;
+  });
+}
+
+/**
+ * `alias:token` pairs (a bare token gets the alias `token-N`). Tokens must be long enough not
+ * to be guessed.
+ */
+function errorReportTokens(): ValueKind<ReadonlyMap<string, string>> {
+  return listOf(
+    'a comma list of `alias:token` pairs with distinct aliases and tokens of at least 16 characters',
+    (entries, name) => {
+      const tokens = new Map<string, string>();
+      entries.forEach((entry, index) => {
+        const colon = entry.indexOf(':');
+        const alias = colon > 0 ? entry.slice(0, colon) : `token-${index + 1}`;
+        const token = colon > 0 ? entry.slice(colon + 1) : entry;
+        if (token.length < 16)
+          throw new ConfigError(name, `entry ${index + 1} has a token shorter than 16 characters`);
+        if (tokens.has(alias)) throw new ConfigError(name, `alias "${alias}" is used twice`);
+        tokens.set(alias, token);
+      });
+      return tokens;
+    },
+  );
+}
+
+function jsonFile(): ValueKind<ConfigFile> {
+  return {
+    accepts: 'the path of a file holding a JSON object',
+    parse(path, name) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(readFileSync(path, 'utf8'));
+      } catch (error) {
+        throw new ConfigError(name, `cannot be read as JSON (${(error as Error).message})`);
+      }
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+        throw new ConfigError(name, 'must hold a JSON object');
+      }
+      return parsed as ConfigFile;
+    },
+  };
 }

@@ -4,8 +4,9 @@ import { digestClientSecret } from './oauth/client-authentication.ts';
 import type { Account, AccountStore, Stores } from './stores/types.ts';
 
 /**
- * The seed data of DESIGN.md. Publicly known: every value must be replaced before production,
- * and a production start warns about each one still in place.
+ * The seed data. Publicly known: every value must be replaced before production (see
+ * docs/operations.md, "Replace the seeded secrets"), and a production start warns about each
+ * one still in place.
  */
 export const SEED = {
   scope: { name: 'api', description: 'The API' },

@@ -6,7 +6,7 @@ import { ConfigError, loadConfig } from '../src/config.ts';
 const pkg = { name: 'svc', version: '9.9.9' };
 
 describe('configuration', () => {
-  test('defaults follow the design card', () => {
+  test('the defaults are the documented ones', () => {
     const config = loadConfig({}, pkg);
     assert.equal(config.port, 8080);
     assert.equal(config.appUrl, 'http://localhost:8080');
@@ -22,6 +22,7 @@ describe('configuration', () => {
   for (const [name, value] of [
     ['PORT', 'eighty'],
     ['PORT', '70000'],
+    ['WORKERS', '0'],
     ['ACCESS_TOKEN_TTL', '-5'],
     ['ACCESS_TOKEN_ALG', 'HS256'],
     ['OAUTH_GRANTS', 'password,implicit'],

@@ -10,9 +10,9 @@ export interface ClientAddress {
 }
 
 /**
- * The client address of an error report, resolved in SPEC.md's order: `X-Forwarded-For` when
- * its first entry parses as a public IP address, then `Client-IP` when it parses as an IP
- * address, then the socket's peer address.
+ * The client address of an error report, resolved in the order docs/security.md gives:
+ * `X-Forwarded-For` when its first entry parses as a public IP address, then `Client-IP` when
+ * it parses as an IP address, then the socket's peer address.
  *
  * There is no trusted-proxy list, so a client can set both headers itself; only a proxy in
  * front that overwrites them (the project's nginx does) makes them trustworthy.

@@ -7,7 +7,7 @@ export function rolesOf(identity: Identity): readonly Role[] {
   return identity.account.roles.includes('superuser') ? ['admin', 'superuser'] : ['admin'];
 }
 
-/** Reads only the identity's role against the route's permission (SPEC, Authentication 7). */
+/** Reads only the identity's role against the route's permission (docs/api.md, "Who may call what"). */
 export function authorize(identity: Identity, permission: 'public' | readonly Role[]): void {
   if (permission === 'public') return;
   if (rolesOf(identity).some((role) => permission.includes(role))) return;

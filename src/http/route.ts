@@ -3,7 +3,7 @@ import type { Static, TSchema } from '@sinclair/typebox';
 import type { Account, OAuthClient } from '../stores/types.ts';
 import type { ErrorFormat } from './problem.ts';
 
-/** Who is calling. A request without an `Authorization` header is a guest (SPEC, Authentication 6). */
+/** Who is calling. A request without an `Authorization` header is a guest (docs/api.md). */
 export type Identity =
   | { role: 'guest' }
   | { role: 'user'; account: Account }

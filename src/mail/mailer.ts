@@ -13,7 +13,7 @@ export interface MailMessage {
 }
 
 /**
- * Sends mail synchronously inside the request (SPEC: no queue, no retry). Any transport
+ * Sends mail synchronously inside the request (docs/api.md: no queue, no retry). Any transport
  * failure becomes a 503 problem, so the caller can undo what it prepared and the client can
  * simply retry.
  */

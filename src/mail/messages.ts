@@ -2,7 +2,7 @@ import type { MailMessage } from './mailer.ts';
 
 /**
  * The messages the account flows send. Each has a plain-text and an HTML part with the same
- * content. Links point at the API routes (DESIGN: `{APP_URL}/account/...`); the hash is also
+ * content. Links point at the API routes (docs/api.md: `{APP_URL}/account/...`); the hash is also
  * printed on a line of its own, short enough that no mail encoding ever wraps it.
  */
 

@@ -36,7 +36,7 @@ const USER_ONLY = (status: number) => ({ guest: 401, user: status, admin: 403, s
 const ADMINS = (status: number) => ({ guest: 401, user: 403, admin: status, superuser: status });
 const SUPERUSER_ONLY = (status: number) => ({ guest: 401, user: 403, admin: 403, superuser: status });
 
-/** Every account route, and what each kind of caller gets (DESIGN.md, Routes). */
+/** Every account route, and what each kind of caller gets (docs/api.md, "Who may call what"). */
 const CASES: Case[] = [
   {
     route: 'POST /account/register',

@@ -221,7 +221,7 @@ describe('nginx in front of the service', { skip }, () => {
     const spoofed = { 'X-Forwarded-For': '8.8.8.8', 'Client-IP': '9.9.9.9' };
     const direct = await report(app.url, spoofed);
     if (direct.status === 404) return t.skip('POST /error-report is not part of this build');
-    // Straight to the app, the spoofed public address is believed (SPEC.md's order) and is not whitelisted.
+    // Straight to the app, the spoofed public address is believed (docs/security.md) and is not whitelisted.
     assert.equal(direct.status, 403, direct.text);
     // Through nginx the client's headers are replaced: the whitelisted loopback address remains.
     const proxied = await report(front.https, spoofed);

@@ -29,7 +29,7 @@ interface AdminCreateOptions {
 }
 
 /**
- * `admin:create`: a replacement administrator (SPEC, Accounts). The password never comes from
+ * `admin:create`: a replacement administrator (docs/operations.md). The password never comes from
  * an argument (it would sit in the shell history and the process list): it is asked on the
  * terminal without echo, or read from standard input when that is not a terminal
  * (`printf '%s' "$PASSWORD" | npm run cli -- admin:create --identity ops`). Prints the new id.

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { Config, ServiceDescription } from '../../config.ts';
 import { registerAdminCreate } from './admin-create.ts';
+import { registerConfigDocs } from './config-docs.ts';
 import { registerKeysGenerate } from './keys-generate.ts';
 import { registerOpenApiGenerate } from './openapi-generate.ts';
 import { registerRouteList } from './route-list.ts';
@@ -24,4 +25,5 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerTokenGenerate,
   registerRouteList,
   registerOpenApiGenerate,
+  registerConfigDocs,
 ];

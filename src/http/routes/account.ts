@@ -24,7 +24,7 @@ export const ANSWERS = {
 const message = (text: string): Reply => ({ status: 200, body: { message: text } });
 
 /**
- * The self-service routes of user accounts. They are public (DESIGN: guest): nobody needs to
+ * The self-service routes of user accounts. They are public (docs/api.md): nobody needs to
  * be signed in to use them, and a caller who is signed in may use them as well; the
  * Authorization header is not looked at.
  */
