@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { QueryInteger } from '../http/schemas.ts';
 import type { AccountQuery, AccountSortField, AccountStatus } from '../stores/types.ts';
+import { QueryInteger } from '../validation.ts';
 
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;

@@ -11,6 +11,7 @@ import type {
   AdminRole,
   RefreshTokenStore,
 } from '../stores/types.ts';
+import { isUuid } from '../validation.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 import { assertNewPasswordAcceptable } from './password-policy.ts';
 import { createSessions } from './sessions.ts';
@@ -22,9 +23,7 @@ import { createSessions } from './sessions.ts';
 export const UNUSABLE_PASSWORD_HASH = '!';
 
 /** Account ids are UUIDs; anything else cannot name an account. */
-export function isAccountId(value: string): boolean {
-  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
-}
+export const isAccountId = isUuid;
 
 export interface NewAccount {
   identity: string;

@@ -1,8 +1,8 @@
 import { assertSessionValid } from '../accounts/sessions.ts';
 import { InvalidToken } from '../errors.ts';
+import type { Identity } from '../identity.ts';
 import type { AccessTokenService } from '../oauth/access-token.ts';
 import type { Stores } from '../stores/types.ts';
-import type { Identity } from './route.ts';
 
 const GUEST: Identity = Object.freeze({ role: 'guest' });
 

@@ -1,11 +1,5 @@
 import { AuthenticationRequired, Forbidden } from '../errors.ts';
-import type { Identity, Role } from './route.ts';
-
-/** The roles an identity holds. A superuser is also an admin. */
-export function rolesOf(identity: Identity): readonly Role[] {
-  if (identity.role !== 'admin') return [identity.role];
-  return identity.account.roles.includes('superuser') ? ['admin', 'superuser'] : ['admin'];
-}
+import { type Identity, type Role, rolesOf } from '../identity.ts';
 
 /** Reads only the identity's role against the route's permission (SPEC, Authentication 7). */
 export function authorize(identity: Identity, permission: 'public' | readonly Role[]): void {

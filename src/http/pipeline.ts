@@ -3,13 +3,14 @@ import polka, { type Request } from 'polka';
 import { parse as parsePattern } from 'regexparam';
 import type { Deprecation } from '../config.ts';
 import { BadRequest, MethodNotAllowed, NotFound, Problem } from '../errors.ts';
+import type { Identity } from '../identity.ts';
+import { compileValidator } from '../validation.ts';
 import { authorize } from './authorize.ts';
 import { parseBody, searchParamsObject } from './body.ts';
 import { answerPreflight, applyCors, type CorsPolicy } from './cors.ts';
 import { applyHeaders, headersForRoute } from './headers.ts';
 import { writeProblem } from './problem.ts';
-import type { AnyRoute, Identity, Reply } from './route.ts';
-import { compileValidator } from './validate.ts';
+import type { AnyRoute, Reply } from './route.ts';
 
 export interface PipelineOptions {
   routes: readonly AnyRoute[];

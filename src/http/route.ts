@@ -1,18 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Static, TSchema } from '@sinclair/typebox';
-import type { Account, OAuthClient } from '../stores/types.ts';
+import type { Identity, Role } from '../identity.ts';
 import type { ErrorFormat } from './problem.ts';
-
-/** Who is calling. A request without an `Authorization` header is a guest (SPEC, Authentication 6). */
-export type Identity =
-  | { role: 'guest' }
-  | { role: 'user'; account: Account }
-  | { role: 'admin'; account: Account }
-  /** A machine client authenticated by the client credentials grant. */
-  | { role: 'client'; client: OAuthClient };
-
-/** What a route may require. `superuser` is an admin role that includes `admin`. */
-export type Role = 'guest' | 'user' | 'admin' | 'superuser' | 'client';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 

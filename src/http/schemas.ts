@@ -1,4 +1,4 @@
-import { Kind, type TUnsafe, Type, TypeRegistry } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import { PROBLEM_JSON } from './problem.ts';
 import type { HeaderSpec, ResponseSpec } from './route.ts';
 
@@ -108,27 +108,4 @@ export function problems(...statuses: number[]): Record<number, ResponseSpec> {
       },
     ]),
   );
-}
-
-TypeRegistry.Set<{ minimum: number; maximum: number }>(
-  'QueryInteger',
-  (schema, value) =>
-    typeof value === 'string' &&
-    /^(0|[1-9][0-9]{0,14})$/.test(value) &&
-    Number(value) >= schema.minimum &&
-    Number(value) <= schema.maximum,
-);
-
-/**
- * A whole number in a query parameter. Query values are strings, so the check reads the
- * decimal digits (no sign, no leading zero, no exponent) and the range; the JSON Schema the
- * OpenAPI description shows is the integer the parameter stands for.
- */
-export function QueryInteger(options: {
-  minimum: number;
-  maximum: number;
-  description: string;
-  errorMessage: string;
-}): TUnsafe<number> {
-  return Type.Unsafe<number>({ [Kind]: 'QueryInteger', type: 'integer', ...options });
 }

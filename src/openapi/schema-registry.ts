@@ -78,7 +78,7 @@ export class SchemaRegistry {
   }
 }
 
-/** Keywords only the request validator reads (see http/validate.ts); no schema reader knows them. */
+/** Keywords only the request validator reads (see validation.ts); no schema reader knows them. */
 const VALIDATOR_ONLY = new Set(['errorMessage']);
 
 /** Keywords whose value is one schema, a list of schemas, or schemas by name. */

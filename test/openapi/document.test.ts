@@ -11,10 +11,10 @@ import { type TSchema, Type } from '@sinclair/typebox';
 import { parse } from 'yaml';
 import { type Config, loadConfig } from '../../src/config.ts';
 import type { AnyRoute } from '../../src/http/route.ts';
-import { compileValidator } from '../../src/http/validate.ts';
 import { buildOpenApiDocument, openApiPath, TOKEN_ROUTE_NAMES, toYaml } from '../../src/openapi/document.ts';
 import { SchemaRegistry } from '../../src/openapi/schema-registry.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
+import { compileValidator } from '../../src/validation.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const run = promisify(execFile);

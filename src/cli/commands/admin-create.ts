@@ -5,9 +5,9 @@ import { createPasswordHasher } from '../../accounts/password-hasher.ts';
 import { assertNewPasswordAcceptable } from '../../accounts/password-policy.ts';
 import { AdminIdentity, NewPassword, PersonName } from '../../accounts/schemas.ts';
 import { ValidationFailed } from '../../errors.ts';
-import { compileValidator, type FieldErrors } from '../../http/validate.ts';
 import { openStores } from '../../stores/open.ts';
 import type { AdminRole } from '../../stores/types.ts';
+import { compileValidator, type FieldErrors } from '../../validation.ts';
 import type { RegisterCommand } from './index.ts';
 
 // The same schemas as POST /admins, so the command and the API accept the same values.

@@ -4,9 +4,10 @@ import type { AccountManagement } from '../../accounts/management.ts';
 import { viewAccount } from '../../accounts/representation.ts';
 import { OwnProfileBody } from '../../accounts/schemas.ts';
 import { Forbidden, NotFound } from '../../errors.ts';
+import type { Identity } from '../../identity.ts';
 import type { Account } from '../../stores/types.ts';
 import { HAL_JSON, halCollection, halResource } from '../hal.ts';
-import { type AnyRoute, defineRoute, type Identity, type Reply } from '../route.ts';
+import { type AnyRoute, defineRoute, type Reply } from '../route.ts';
 import { AccountSchema, problems } from '../schemas.ts';
 
 /**

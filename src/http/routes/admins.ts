@@ -1,10 +1,10 @@
 import { type AccountManagement, isAccountId } from '../../accounts/management.ts';
 import { CreateAdminBody, UpdateAdminBody } from '../../accounts/schemas.ts';
 import { Forbidden, NotFound } from '../../errors.ts';
+import { type Identity, rolesOf } from '../../identity.ts';
 import type { Account } from '../../stores/types.ts';
-import { rolesOf } from '../authorize.ts';
 import { HAL_JSON } from '../hal.ts';
-import { type AnyRoute, defineRoute, type Identity } from '../route.ts';
+import { type AnyRoute, defineRoute } from '../route.ts';
 import { AccountSchema, LOCATION, problems } from '../schemas.ts';
 import {
   type AccountResource,

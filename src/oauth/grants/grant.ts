@@ -2,8 +2,8 @@ import { type TSchema, Type } from '@sinclair/typebox';
 import type { PasswordHasher } from '../../accounts/password-hasher.ts';
 import type { GrantType } from '../../config.ts';
 import { InvalidGrant, InvalidRequest, InvalidScope } from '../../errors.ts';
-import { compileValidator, type Validator } from '../../http/validate.ts';
 import type { AccountKind, OAuthClient, Stores } from '../../stores/types.ts';
+import { compileValidator, type Validator } from '../../validation.ts';
 import type { AccessTokenService } from '../access-token.ts';
 import type { RefreshTokenService } from '../refresh-token.ts';
 
