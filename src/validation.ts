@@ -1,4 +1,14 @@
-import { FormatRegistry, Kind, type TSchema, type TUnsafe, Type, TypeRegistry } from '@sinclair/typebox';
+import {
+  FormatRegistry,
+  Kind,
+  type SchemaOptions,
+  type TLiteral,
+  type TSchema,
+  type TUnion,
+  type TUnsafe,
+  Type,
+  TypeRegistry,
+} from '@sinclair/typebox';
 import { type TypeCheck, TypeCompiler } from '@sinclair/typebox/compiler';
 import { ValidationFailed } from './errors.ts';
 
@@ -40,6 +50,17 @@ export function QueryInteger(options: {
   errorMessage: string;
 }): TUnsafe<number> {
   return Type.Unsafe<number>({ [Kind]: 'QueryInteger', type: 'integer', ...options });
+}
+
+/** One of a list of strings, built from the list, so the values are named in one place. */
+export function Literals<T extends string>(
+  values: readonly T[],
+  options?: SchemaOptions,
+): TUnion<TLiteral<T>[]> {
+  return Type.Union(
+    values.map((value) => Type.Literal(value)),
+    options,
+  );
 }
 
 export type FieldErrors = Record<string, string[]>;

@@ -1,4 +1,6 @@
 import { Type } from '@sinclair/typebox';
+import { ACCOUNT_STATUSES, ADMIN_ROLES } from '../stores/types.ts';
+import { Literals } from '../validation.ts';
 import { PROBLEM_JSON } from './problem.ts';
 import type { HeaderSpec, ResponseSpec } from './route.ts';
 
@@ -42,13 +44,8 @@ export const AccountSchema = Type.Object(
     identity: Type.String(),
     firstName: Type.Union([Type.String(), Type.Null()]),
     lastName: Type.Union([Type.String(), Type.Null()]),
-    status: Type.Union([
-      Type.Literal('pending'),
-      Type.Literal('active'),
-      Type.Literal('inactive'),
-      Type.Literal('deleted'),
-    ]),
-    roles: Type.Array(Type.Union([Type.Literal('admin'), Type.Literal('superuser')])),
+    status: Literals(ACCOUNT_STATUSES),
+    roles: Type.Array(Literals(ADMIN_ROLES)),
     createdAt: Type.String({ format: 'date-time' }),
     updatedAt: Type.String({ format: 'date-time' }),
     _links: Type.Object({ self: Type.Object({ href: Type.String() }) }),

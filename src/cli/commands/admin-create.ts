@@ -6,7 +6,7 @@ import { assertNewPasswordAcceptable } from '../../accounts/password-policy.ts';
 import { AdminIdentity, NewPassword, PersonName } from '../../accounts/schemas.ts';
 import { ValidationFailed } from '../../errors.ts';
 import { openStores } from '../../stores/open.ts';
-import type { AdminRole } from '../../stores/types.ts';
+import { ADMIN_ROLES, type AdminRole } from '../../stores/types.ts';
 import { compileValidator, type FieldErrors } from '../../validation.ts';
 import type { RegisterCommand } from './index.ts';
 
@@ -46,7 +46,7 @@ export const registerAdminCreate: RegisterCommand = (program, loadConfig) => {
     .option('--last-name <name>', 'last name')
     .addOption(
       new Option('--role <role>', 'admin, or superuser (may also create and delete admins)')
-        .choices(['admin', 'superuser'])
+        .choices(ADMIN_ROLES)
         .default('admin'),
     )
     .action(async (options: AdminCreateOptions) => {
