@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { createAccountFlows } from './accounts/account-flows.ts';
 import { createAccountManagement } from './accounts/management.ts';
 import { createPasswordHasher, type PasswordHasher } from './accounts/password-hasher.ts';
+import { createSessions, type Sessions } from './accounts/sessions.ts';
 import type { Config } from './config.ts';
 import { createErrorReportReceiver, type ErrorReportReceiver } from './error-report/error-report.ts';
 import { createAuthenticator } from './http/authenticate.ts';
@@ -71,10 +72,15 @@ export async function createApplication(
     encryptionKey: keys.encryptionKey,
     ttlSeconds: config.refreshTokenTtl,
   });
-  const tokenEndpoint = createTokenEndpoint(config.grants, {
-    stores,
-    clients: stores.clients,
+  const sessions = createSessions({
+    accounts: { admin: stores.admins, user: stores.users },
+    refreshTokens: stores.refreshTokens,
     passwords,
+  });
+  const tokenEndpoint = createTokenEndpoint(config.grants, {
+    clients: stores.clients,
+    scopes: stores.scopes,
+    sessions,
     accessTokens,
     refreshTokens,
   });
@@ -85,7 +91,7 @@ export async function createApplication(
     mailDir: join(config.logDir, 'mail'),
     onFailure: options.log,
   });
-  const accounts = accountServices({ config, stores, passwords, mailer });
+  const accounts = accountServices({ config, stores, sessions, passwords, mailer });
 
   const routes = [
     ...buildRouteTable({ config, stores, tokenEndpoint, errorReports, accounts }),
@@ -98,7 +104,7 @@ export async function createApplication(
     cors: config.cors,
     responseHeaders: config.responseHeaders,
     deprecations: config.deprecations,
-    authenticate: createAuthenticator(accessTokens, stores),
+    authenticate: createAuthenticator({ accessTokens, clients: stores.clients, sessions }),
     onUnexpectedError: (error, req, route) =>
       errorLog.error({ err: error, ...requestFacts(req, route), route: route?.name }),
   });
@@ -137,11 +143,12 @@ export type AccountServices = ReturnType<typeof accountServices>;
 function accountServices(deps: {
   config: Pick<Config, 'appName' | 'appUrl' | 'mail'>;
   stores: Stores;
+  sessions: Sessions;
   passwords: PasswordHasher;
   mailer: ReturnType<typeof createMailer>;
 }) {
-  const { config, stores, passwords, mailer } = deps;
-  const common = { refreshTokens: stores.refreshTokens, oneTimeTokens: stores.oneTimeTokens, passwords };
+  const { config, stores, sessions, passwords, mailer } = deps;
+  const common = { sessions, oneTimeTokens: stores.oneTimeTokens, passwords };
   return {
     flows: createAccountFlows({
       ...common,

@@ -9,12 +9,11 @@ import type {
   AccountStatus,
   AccountStore,
   AdminRole,
-  RefreshTokenStore,
 } from '../stores/types.ts';
 import { isUuid } from '../validation.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 import { assertNewPasswordAcceptable } from './password-policy.ts';
-import { createSessions } from './sessions.ts';
+import type { Sessions } from './sessions.ts';
 
 /**
  * A stored hash no password verifies against: bcrypt hashes are 60 characters, and a
@@ -64,14 +63,14 @@ export type AccountManagement = ReturnType<typeof createAccountManagement>;
 export function createAccountManagement(deps: {
   kind: AccountKind;
   accounts: AccountStore;
-  refreshTokens: Pick<RefreshTokenStore, 'revokeSubject'>;
+  sessions: Pick<Sessions, 'write'>;
   oneTimeTokens: Pick<OneTimeTokenStore, 'deleteForAccount'>;
   passwords: Pick<PasswordHasher, 'hash' | 'verify'>;
   now?: () => Date;
 }) {
   const { kind, accounts, oneTimeTokens, passwords } = deps;
   const now = deps.now ?? (() => new Date());
-  const sessions = createSessions({ kind, accounts, refreshTokens: deps.refreshTokens });
+  const write = (account: Account, changes: AccountChanges) => deps.sessions.write(kind, account, changes);
 
   /**
    * The last active superuser can neither go nor lose the role: without one nobody could
@@ -143,7 +142,7 @@ export function createAccountManagement(deps: {
       if (input.status !== undefined) changes.status = input.status;
       if (input.roles !== undefined) changes.roles = [...input.roles];
       if (input.password !== undefined) changes.passwordHash = await passwords.hash(input.password);
-      const updated = await sessions.update(target, changes);
+      const updated = await write(target, changes);
       // Links mailed to the old address must not act on the account any more.
       if (updated && input.identity !== undefined && input.identity !== target.identity)
         await oneTimeTokens.deleteForAccount(target.id);
@@ -161,7 +160,7 @@ export function createAccountManagement(deps: {
       if (input.lastName !== undefined) changes.lastName = cleanName(input.lastName);
       const { currentPassword, password, passwordConfirm } = input;
       if (currentPassword === undefined && password === undefined && passwordConfirm === undefined)
-        return sessions.update(account, changes);
+        return write(account, changes);
       const missing: Record<string, string[]> = {};
       if (currentPassword === undefined) missing.currentPassword = ['Required to change the password'];
       if (password === undefined) missing.password = ['Required to change the password'];
@@ -177,15 +176,13 @@ export function createAccountManagement(deps: {
       if (!(await passwords.verify(currentPassword, account.passwordHash)))
         throw new ValidationFailed({ currentPassword: ['Is not the current password'] });
       changes.passwordHash = await passwords.hash(password);
-      return sessions.update(account, changes);
+      return write(account, changes);
     },
 
     /** Activates a pending or inactive account; an active one stays as it is. */
     async activate(account: Account): Promise<Account | null> {
       const updated =
-        account.status === 'active'
-          ? account
-          : await sessions.update(account, { status: 'active', updatedAt: now() });
+        account.status === 'active' ? account : await write(account, { status: 'active', updatedAt: now() });
       await oneTimeTokens.deleteForAccount(account.id, 'activation');
       return updated;
     },
@@ -197,7 +194,7 @@ export function createAccountManagement(deps: {
      */
     async remove(account: Account): Promise<void> {
       await assertSuperuserRemains(account, { status: 'deleted', roles: [] });
-      await sessions.update(account, {
+      await write(account, {
         identity: `deleted-${account.id}@invalid`,
         passwordHash: UNUSABLE_PASSWORD_HASH,
         firstName: null,

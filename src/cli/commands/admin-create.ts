@@ -4,6 +4,7 @@ import { createAccountManagement } from '../../accounts/management.ts';
 import { createPasswordHasher } from '../../accounts/password-hasher.ts';
 import { assertNewPasswordAcceptable } from '../../accounts/password-policy.ts';
 import { AdminIdentity, NewPassword, PersonName } from '../../accounts/schemas.ts';
+import { createSessions } from '../../accounts/sessions.ts';
 import { ValidationFailed } from '../../errors.ts';
 import { openStores } from '../../stores/open.ts';
 import { ADMIN_ROLES, type AdminRole } from '../../stores/types.ts';
@@ -80,7 +81,11 @@ export const registerAdminCreate: RegisterCommand = (program, loadConfig) => {
         const admins = createAccountManagement({
           kind: 'admin',
           accounts: stores.admins,
-          refreshTokens: stores.refreshTokens,
+          sessions: createSessions({
+            accounts: { admin: stores.admins, user: stores.users },
+            refreshTokens: stores.refreshTokens,
+            passwords,
+          }),
           oneTimeTokens: stores.oneTimeTokens,
           passwords,
         });

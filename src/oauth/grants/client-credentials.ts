@@ -18,7 +18,7 @@ export const clientCredentialsGrant: Grant = {
   parameters,
   async handle(params, client, deps) {
     const { scope: requestedScope } = validate.check(params);
-    const scope = await resolveScope(requestedScope, deps.stores.scopes);
+    const scope = await resolveScope(requestedScope, deps.scopes);
     return issueTokens(deps, {
       subject: { kind: 'client', id: client.id },
       client,
