@@ -1,10 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import { NotFound, ServiceUnavailable, ValidationFailed } from '../errors.ts';
 import type { Mailer, MailMessage } from '../mail/mailer.ts';
 import { activationMessage, identityReminderMessage, passwordResetMessage } from '../mail/messages.ts';
 import type { OneTimeTokenPurpose, OneTimeTokenStore } from '../stores/one-time-tokens.ts';
 import type { Account, AccountChanges, AccountStore } from '../stores/types.ts';
-import { cleanName } from './management.ts';
+import { cleanName, newAccountRecord } from './account-record.ts';
 import { digestLinkHash, isLinkHashShaped, newLinkHash } from './one-time-links.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 import { assertNewPasswordAcceptable } from './password-policy.ts';
@@ -139,15 +138,10 @@ export function createAccountFlows(options: AccountFlowsOptions) {
       };
       const pending = await users.findByIdentity(input.identity);
       if (pending?.status === 'pending') return replaceRegistration(pending, registration);
-      const account: Account = {
-        id: randomUUID(),
-        identity: input.identity,
-        ...registration,
-        status: 'pending',
-        roles: [],
-        sessionKey: '',
-        createdAt: time,
-      };
+      const account = newAccountRecord(
+        { identity: input.identity, ...registration, status: 'pending', roles: [] },
+        time,
+      );
       await users.create(account);
       try {
         await sendActivation(account);

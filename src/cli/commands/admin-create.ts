@@ -6,6 +6,7 @@ import { assertNewPasswordAcceptable } from '../../accounts/password-policy.ts';
 import { AdminIdentity, NewPassword, PersonName } from '../../accounts/schemas.ts';
 import { createSessions } from '../../accounts/sessions.ts';
 import { ValidationFailed } from '../../errors.ts';
+import { OPERATOR } from '../../identity.ts';
 import { openStores } from '../../stores/open.ts';
 import { ADMIN_ROLES, type AdminRole } from '../../stores/types.ts';
 import { compileValidator, type FieldErrors } from '../../validation.ts';
@@ -89,7 +90,7 @@ export const registerAdminCreate: RegisterCommand = (program, loadConfig) => {
           oneTimeTokens: stores.oneTimeTokens,
           passwords,
         });
-        const account = await admins.create({
+        const account = await admins.create(OPERATOR, {
           ...fields,
           password,
           status: 'active',

@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import type { AccountFlows } from '../../accounts/account-flows.ts';
-import { viewAccount } from '../../accounts/representation.ts';
 import { ActivationBody, EmailBody, PasswordResetBody, RegisterBody } from '../../accounts/schemas.ts';
-import { HAL_JSON, halResource } from '../hal.ts';
+import { HAL_JSON } from '../hal.ts';
 import { type AnyRoute, defineRoute, type Reply } from '../route.ts';
 import { AccountSchema, LOCATION, problems } from '../schemas.ts';
+import { accountReply, createdReply } from './accounts.ts';
 
 export const MessageSchema = Type.Object({ message: Type.String() }, { $id: 'Message' });
 
@@ -48,14 +48,7 @@ export function accountRoutes(flows: AccountFlows): AnyRoute[] {
         ...problems(400, 409, 413, 415, 503),
       },
       async handler({ body }) {
-        const account = await flows.register(body);
-        const self = `/users/${account.id}`;
-        return {
-          status: 201,
-          contentType: HAL_JSON,
-          headers: { Location: self },
-          body: halResource(viewAccount(account), self),
-        };
+        return createdReply(await flows.register(body), 'user');
       },
     }),
     defineRoute({
@@ -86,12 +79,7 @@ export function accountRoutes(flows: AccountFlows): AnyRoute[] {
         ...problems(400, 404, 413, 415, 503),
       },
       async handler({ params, body }) {
-        const account = await flows.activate(params.hash ?? '', body.password);
-        return {
-          status: 200,
-          contentType: HAL_JSON,
-          body: halResource(viewAccount(account), `/users/${account.id}`),
-        };
+        return accountReply(await flows.activate(params.hash ?? '', body.password), 'user');
       },
     }),
     defineRoute({
