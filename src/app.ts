@@ -8,12 +8,8 @@ import type { Config } from './config.ts';
 import { createErrorReportReceiver, type ErrorReportReceiver } from './error-report/error-report.ts';
 import { createAuthenticator } from './http/authenticate.ts';
 import { createRequestHandler } from './http/pipeline.ts';
-import type { AnyRoute } from './http/route.ts';
-import { accountRoutes } from './http/routes/account.ts';
-import { adminRoutes, userRoutes } from './http/routes/accounts.ts';
-import { errorReportRoutes } from './http/routes/error-report.ts';
-import { homeRoutes } from './http/routes/home.ts';
-import { securityRoutes } from './http/routes/security.ts';
+import type { AnyRoute, Services } from './http/route.ts';
+import { routeTable } from './http/routes/index.ts';
 import { createErrorLogger } from './logging/error-log.ts';
 import { createMailer } from './mail/mailer.ts';
 import { createAccessTokenService } from './oauth/access-token.ts';
@@ -92,13 +88,18 @@ export async function createApplication(
   });
   const accounts = accountServices({ config, stores, sessions, passwords, mailer });
 
-  const routes = [
-    ...buildRouteTable({ config, stores, tokenEndpoint, errorReports, accounts }),
-    ...(options.extraRoutes ?? []),
-  ];
+  const services: Services = {
+    about: { name: config.appName, version: config.appVersion },
+    tokenEndpoint,
+    errorReports,
+    accountFlows: accounts.flows,
+    accounts: { user: accounts.users, admin: accounts.admins },
+  };
+  const routes = [...routeTable(config.grants), ...(options.extraRoutes ?? [])];
   const errorLog = createErrorLogger({ logDir: config.logDir, service: config.appName });
   const handler = createRequestHandler({
     routes,
+    services,
     bodyLimit: config.bodyLimit,
     cors: config.cors,
     responseHeaders: config.responseHeaders,
@@ -117,23 +118,6 @@ export async function createApplication(
       await Promise.allSettled([stores.close(), passwords.close(), mailer.close()]);
     },
   };
-}
-
-export function buildRouteTable(services: {
-  config: Pick<Config, 'appName' | 'appVersion'>;
-  stores: Pick<Stores, 'users'>;
-  tokenEndpoint: Parameters<typeof securityRoutes>[0];
-  errorReports: ErrorReportReceiver;
-  accounts: AccountServices;
-}): AnyRoute[] {
-  return [
-    ...homeRoutes({ name: services.config.appName, version: services.config.appVersion }),
-    ...securityRoutes(services.tokenEndpoint),
-    ...errorReportRoutes(services.errorReports),
-    ...accountRoutes(services.accounts.flows),
-    ...userRoutes(services.accounts.users),
-    ...adminRoutes(services.accounts.admins),
-  ];
 }
 
 export type AccountServices = ReturnType<typeof accountServices>;

@@ -1,6 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Static, TSchema } from '@sinclair/typebox';
+import type { AccountFlows } from '../accounts/account-flows.ts';
+import type { AccountManagement } from '../accounts/management.ts';
+import type { ErrorReportReceiver } from '../error-report/error-report.ts';
 import type { Identity, Role } from '../identity.ts';
+import type { TokenEndpoint } from '../oauth/token-endpoint.ts';
+import type { AccountKind } from '../stores/types.ts';
 import type { ErrorFormat } from './problem.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
@@ -15,6 +20,20 @@ export interface RequestContext<Body = unknown> {
   identity: Identity;
   /** The socket peer address (before any proxy header is considered). */
   remoteAddress: string;
+}
+
+/**
+ * What a handler is handed with each request, besides the request: the services the
+ * composition root built once. Routes are plain data and hold no service themselves, so the
+ * route table can be read (route:list, openapi:generate) without building any.
+ */
+export interface Services {
+  /** Name and version, as `GET /` tells them. */
+  about: { name: string; version: string };
+  tokenEndpoint: TokenEndpoint;
+  errorReports: ErrorReportReceiver;
+  accountFlows: AccountFlows;
+  accounts: Readonly<Record<AccountKind, AccountManagement>>;
 }
 
 export interface Reply {
@@ -55,7 +74,17 @@ export interface Route<S extends TSchema | undefined = TSchema | undefined> {
   tags: readonly string[];
   /** `public`: anyone, without looking at credentials. Otherwise the roles that may call it. */
   permission: 'public' | readonly Role[];
+  /** The request body's schema: checked before the handler runs, and shown by the OpenAPI description. */
   body?: S;
+  /** The media types the body is documented in; JSON unless said otherwise. */
+  bodyMediaTypes?: readonly string[];
+  /**
+   * `handler`: the handler checks the body itself and the schema only describes it. The token
+   * endpoint does, because RFC 6749 words every refusal as an OAuth error and orders them its
+   * own way: empty parameters count as omitted and repeated ones are refused (§3.2), the
+   * client is authenticated before the grant reads its parameters.
+   */
+  bodyCheckedBy?: 'pipeline' | 'handler';
   /**
    * The query parameters, validated before the handler runs. Values arrive as strings: a
    * number among them is a QueryInteger, which checks the digits and documents an integer.
@@ -65,7 +94,10 @@ export interface Route<S extends TSchema | undefined = TSchema | undefined> {
   responses: Readonly<Record<number, ResponseSpec>>;
   /** How failures are written; `problem` unless the route is an OAuth token endpoint. */
   errors?: ErrorFormat;
-  handler(context: RequestContext<S extends TSchema ? Static<S> : undefined>): Promise<Reply> | Reply;
+  handler(
+    context: RequestContext<S extends TSchema ? Static<S> : undefined>,
+    services: Services,
+  ): Promise<Reply> | Reply;
 }
 
 /** Erases a route's body type so routes of different shapes can share one table. */

@@ -1,5 +1,4 @@
 import { Type } from '@sinclair/typebox';
-import type { AccountFlows } from '../../accounts/account-flows.ts';
 import { ActivationBody, EmailBody, PasswordResetBody, RegisterBody } from '../../accounts/schemas.ts';
 import { HAL_JSON } from '../hal.ts';
 import { type AnyRoute, defineRoute, type Reply } from '../route.ts';
@@ -28,123 +27,121 @@ const message = (text: string): Reply => ({ status: 200, body: { message: text }
  * be signed in to use them, and a caller who is signed in may use them as well; the
  * Authorization header is not looked at.
  */
-export function accountRoutes(flows: AccountFlows): AnyRoute[] {
-  return [
-    defineRoute({
-      method: 'POST',
-      path: '/account/register',
-      name: 'account::register',
-      summary: 'Register a user account; it stays pending until the mailed activation link is used',
-      tags: ['account'],
-      permission: 'public',
-      body: RegisterBody,
-      responses: {
-        201: {
-          description: 'The pending account; Location names it',
-          schema: AccountSchema,
-          contentType: HAL_JSON,
-          headers: LOCATION,
-        },
-        ...problems(400, 409, 413, 415, 503),
+export const accountRoutes: readonly AnyRoute[] = [
+  defineRoute({
+    method: 'POST',
+    path: '/account/register',
+    name: 'account::register',
+    summary: 'Register a user account; it stays pending until the mailed activation link is used',
+    tags: ['account'],
+    permission: 'public',
+    body: RegisterBody,
+    responses: {
+      201: {
+        description: 'The pending account; Location names it',
+        schema: AccountSchema,
+        contentType: HAL_JSON,
+        headers: LOCATION,
       },
-      async handler({ body }) {
-        return createdReply(await flows.register(body), 'user');
+      ...problems(400, 409, 413, 415, 503),
+    },
+    async handler({ body }, { accountFlows }) {
+      return createdReply(await accountFlows.register(body), 'user');
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/account/activate',
+    name: 'account::resend-activation',
+    summary: 'Mail a new activation link (same answer whether or not the address has a pending account)',
+    tags: ['account'],
+    permission: 'public',
+    body: EmailBody,
+    responses: { 200: { description: 'Done', schema: MessageSchema }, ...problems(400, 413, 415, 503) },
+    async handler({ body }, { accountFlows }) {
+      await accountFlows.resendActivation(body.email);
+      return message(ANSWERS.resendActivation);
+    },
+  }),
+  defineRoute({
+    method: 'PATCH',
+    path: '/account/activate/:hash',
+    name: 'account::activate',
+    summary:
+      'Activate the account of a mailed activation link (single use), with the password chosen at registration',
+    tags: ['account'],
+    permission: 'public',
+    body: ActivationBody,
+    responses: {
+      200: { description: 'The activated account', schema: AccountSchema, contentType: HAL_JSON },
+      ...problems(400, 404, 413, 415, 503),
+    },
+    async handler({ params, body }, { accountFlows }) {
+      return accountReply(await accountFlows.activate(params.hash ?? '', body.password), 'user');
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/account/recover-identity',
+    name: 'account::recover-identity',
+    summary: 'Mail the identity of the account with this address (same answer whether or not there is one)',
+    tags: ['account'],
+    permission: 'public',
+    body: EmailBody,
+    responses: { 200: { description: 'Done', schema: MessageSchema }, ...problems(400, 413, 415, 503) },
+    async handler({ body }, { accountFlows }) {
+      await accountFlows.recoverIdentity(body.email);
+      return message(ANSWERS.recoverIdentity);
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/account/reset-password',
+    name: 'account::request-password-reset',
+    summary: 'Mail a password reset link (same answer whether or not the address has an active account)',
+    tags: ['account'],
+    permission: 'public',
+    body: EmailBody,
+    responses: { 200: { description: 'Done', schema: MessageSchema }, ...problems(400, 413, 415, 503) },
+    async handler({ body }, { accountFlows }) {
+      await accountFlows.requestPasswordReset(body.email);
+      return message(ANSWERS.requestPasswordReset);
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/account/reset-password/:hash',
+    name: 'account::check-password-reset',
+    summary: 'Tell whether a password reset link can still be used',
+    tags: ['account'],
+    permission: 'public',
+    responses: {
+      200: {
+        description: 'The link is usable until expiresAt',
+        schema: Type.Object({ valid: Type.Literal(true), expiresAt: Type.String({ format: 'date-time' }) }),
       },
-    }),
-    defineRoute({
-      method: 'POST',
-      path: '/account/activate',
-      name: 'account::resend-activation',
-      summary: 'Mail a new activation link (same answer whether or not the address has a pending account)',
-      tags: ['account'],
-      permission: 'public',
-      body: EmailBody,
-      responses: { 200: { description: 'Done', schema: MessageSchema }, ...problems(400, 413, 415, 503) },
-      async handler({ body }) {
-        await flows.resendActivation(body.email);
-        return message(ANSWERS.resendActivation);
-      },
-    }),
-    defineRoute({
-      method: 'PATCH',
-      path: '/account/activate/:hash',
-      name: 'account::activate',
-      summary:
-        'Activate the account of a mailed activation link (single use), with the password chosen at registration',
-      tags: ['account'],
-      permission: 'public',
-      body: ActivationBody,
-      responses: {
-        200: { description: 'The activated account', schema: AccountSchema, contentType: HAL_JSON },
-        ...problems(400, 404, 413, 415, 503),
-      },
-      async handler({ params, body }) {
-        return accountReply(await flows.activate(params.hash ?? '', body.password), 'user');
-      },
-    }),
-    defineRoute({
-      method: 'POST',
-      path: '/account/recover-identity',
-      name: 'account::recover-identity',
-      summary: 'Mail the identity of the account with this address (same answer whether or not there is one)',
-      tags: ['account'],
-      permission: 'public',
-      body: EmailBody,
-      responses: { 200: { description: 'Done', schema: MessageSchema }, ...problems(400, 413, 415, 503) },
-      async handler({ body }) {
-        await flows.recoverIdentity(body.email);
-        return message(ANSWERS.recoverIdentity);
-      },
-    }),
-    defineRoute({
-      method: 'POST',
-      path: '/account/reset-password',
-      name: 'account::request-password-reset',
-      summary: 'Mail a password reset link (same answer whether or not the address has an active account)',
-      tags: ['account'],
-      permission: 'public',
-      body: EmailBody,
-      responses: { 200: { description: 'Done', schema: MessageSchema }, ...problems(400, 413, 415, 503) },
-      async handler({ body }) {
-        await flows.requestPasswordReset(body.email);
-        return message(ANSWERS.requestPasswordReset);
-      },
-    }),
-    defineRoute({
-      method: 'GET',
-      path: '/account/reset-password/:hash',
-      name: 'account::check-password-reset',
-      summary: 'Tell whether a password reset link can still be used',
-      tags: ['account'],
-      permission: 'public',
-      responses: {
-        200: {
-          description: 'The link is usable until expiresAt',
-          schema: Type.Object({ valid: Type.Literal(true), expiresAt: Type.String({ format: 'date-time' }) }),
-        },
-        ...problems(404, 503),
-      },
-      async handler({ params }) {
-        const { expiresAt } = await flows.checkResetLink(params.hash ?? '');
-        return { status: 200, body: { valid: true, expiresAt: expiresAt.toISOString() } };
-      },
-    }),
-    defineRoute({
-      method: 'PATCH',
-      path: '/account/reset-password/:hash',
-      name: 'account::reset-password',
-      summary: 'Set a new password through a reset link (single use; ends every session of the account)',
-      tags: ['account'],
-      permission: 'public',
-      body: PasswordResetBody,
-      responses: {
-        200: { description: 'Password changed', schema: MessageSchema },
-        ...problems(400, 404, 413, 415, 503),
-      },
-      async handler({ params, body }) {
-        await flows.resetPassword(params.hash ?? '', body);
-        return message(ANSWERS.passwordReset);
-      },
-    }),
-  ];
-}
+      ...problems(404, 503),
+    },
+    async handler({ params }, { accountFlows }) {
+      const { expiresAt } = await accountFlows.checkResetLink(params.hash ?? '');
+      return { status: 200, body: { valid: true, expiresAt: expiresAt.toISOString() } };
+    },
+  }),
+  defineRoute({
+    method: 'PATCH',
+    path: '/account/reset-password/:hash',
+    name: 'account::reset-password',
+    summary: 'Set a new password through a reset link (single use; ends every session of the account)',
+    tags: ['account'],
+    permission: 'public',
+    body: PasswordResetBody,
+    responses: {
+      200: { description: 'Password changed', schema: MessageSchema },
+      ...problems(400, 404, 413, 415, 503),
+    },
+    async handler({ params, body }, { accountFlows }) {
+      await accountFlows.resetPassword(params.hash ?? '', body);
+      return message(ANSWERS.passwordReset);
+    },
+  }),
+];

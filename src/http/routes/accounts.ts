@@ -1,6 +1,5 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import { AccountListQuery, parseAccountListQuery } from '../../accounts/listing.ts';
-import type { AccountManagement } from '../../accounts/management.ts';
 import { ACCOUNT_PERMISSIONS, type AccountOperation } from '../../accounts/permissions.ts';
 import { viewAccount } from '../../accounts/representation.ts';
 import {
@@ -112,7 +111,7 @@ const OPERATIONS: readonly AccountOperation[] = [
  * are tried in registration order and the first that matches answers, so `<base>/my-account`
  * comes before `<base>/:id` and never reaches it.
  */
-function accountResourceRoutes(resource: AccountResource, accounts: AccountManagement): AnyRoute[] {
+function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
   const { kind, tag, summaries } = resource;
   const base = `/${kind}s`;
   const facts = (operation: AccountOperation) => ({
@@ -128,7 +127,7 @@ function accountResourceRoutes(resource: AccountResource, accounts: AccountManag
         method: 'GET',
         path: `${base}/my-account`,
         responses: { 200: { description: 'The account', ...ACCOUNT }, ...problems(401, 403, 503) },
-        handler: ({ identity }) => accountReply(accounts.viewOwn(identity), kind),
+        handler: ({ identity }, { accounts }) => accountReply(accounts[kind].viewOwn(identity), kind),
       }),
     'update-own': () =>
       defineRoute({
@@ -140,7 +139,8 @@ function accountResourceRoutes(resource: AccountResource, accounts: AccountManag
           200: { description: 'The updated account', ...ACCOUNT },
           ...problems(400, 401, 403, 413, 415, 503),
         },
-        handler: async ({ identity, body }) => accountReply(await accounts.updateOwn(identity, body), kind),
+        handler: async ({ identity, body }, { accounts }) =>
+          accountReply(await accounts[kind].updateOwn(identity, body), kind),
       }),
     'delete-own': () =>
       defineRoute({
@@ -148,8 +148,8 @@ function accountResourceRoutes(resource: AccountResource, accounts: AccountManag
         method: 'DELETE',
         path: `${base}/my-account`,
         responses: { 204: { description: 'Deleted' }, ...problems(401, 403, 503) },
-        async handler({ identity }) {
-          await accounts.removeOwn(identity);
+        async handler({ identity }, { accounts }) {
+          await accounts[kind].removeOwn(identity);
           return { status: 204 };
         },
       }),
@@ -167,9 +167,9 @@ function accountResourceRoutes(resource: AccountResource, accounts: AccountManag
           },
           ...problems(400, 401, 403, 503),
         },
-        async handler({ identity, query }) {
+        async handler({ identity, query }, { accounts }) {
           const parsed = parseAccountListQuery(query);
-          const { items, total } = await accounts.list(identity, parsed);
+          const { items, total } = await accounts[kind].list(identity, parsed);
           const page = halCollection({
             rel: tag,
             items: items.map((account) => accountResource(account, kind)),
@@ -192,7 +192,8 @@ function accountResourceRoutes(resource: AccountResource, accounts: AccountManag
           201: { description: 'The account; Location names it', ...ACCOUNT, headers: LOCATION },
           ...problems(400, 401, 403, 409, 413, 415, 503),
         },
-        handler: async ({ identity, body }) => createdReply(await accounts.create(identity, body), kind),
+        handler: async ({ identity, body }, { accounts }) =>
+          createdReply(await accounts[kind].create(identity, body), kind),
       }),
     view: () =>
       defineRoute({
@@ -200,8 +201,8 @@ function accountResourceRoutes(resource: AccountResource, accounts: AccountManag
         method: 'GET',
         path: `${base}/:id`,
         responses: { 200: { description: 'The account', ...ACCOUNT }, ...problems(401, 403, 404, 503) },
-        handler: async ({ identity, params }) =>
-          accountReply(await accounts.view(identity, params.id ?? ''), kind),
+        handler: async ({ identity, params }, { accounts }) =>
+          accountReply(await accounts[kind].view(identity, params.id ?? ''), kind),
       }),
     update: () =>
       defineRoute({
@@ -213,8 +214,8 @@ function accountResourceRoutes(resource: AccountResource, accounts: AccountManag
           200: { description: 'The updated account', ...ACCOUNT },
           ...problems(400, 401, 403, 404, 409, 413, 415, 503),
         },
-        handler: async ({ identity, params, body }) =>
-          accountReply(await accounts.update(identity, params.id ?? '', body), kind),
+        handler: async ({ identity, params, body }, { accounts }) =>
+          accountReply(await accounts[kind].update(identity, params.id ?? '', body), kind),
       }),
     delete: () =>
       defineRoute({
@@ -225,8 +226,8 @@ function accountResourceRoutes(resource: AccountResource, accounts: AccountManag
           204: { description: 'Deleted' },
           ...problems(401, 403, 404, ...(resource.deleteConflicts ? [409] : []), 503),
         },
-        async handler({ identity, params }) {
-          await accounts.remove(identity, params.id ?? '');
+        async handler({ identity, params }, { accounts }) {
+          await accounts[kind].remove(identity, params.id ?? '');
           return { status: 204 };
         },
       }),
@@ -239,8 +240,8 @@ function accountResourceRoutes(resource: AccountResource, accounts: AccountManag
           200: { description: 'The active account', ...ACCOUNT },
           ...problems(401, 403, 404, 503),
         },
-        handler: async ({ identity, params }) =>
-          accountReply(await accounts.activate(identity, params.id ?? ''), kind),
+        handler: async ({ identity, params }, { accounts }) =>
+          accountReply(await accounts[kind].activate(identity, params.id ?? ''), kind),
       }),
   };
   return OPERATIONS.filter((operation) => summaries[operation] !== undefined).map((operation) =>
@@ -268,5 +269,5 @@ function accountCollectionSchema(rel: string, id: string): TSchema {
   );
 }
 
-export const userRoutes = (users: AccountManagement): AnyRoute[] => accountResourceRoutes(USERS, users);
-export const adminRoutes = (admins: AccountManagement): AnyRoute[] => accountResourceRoutes(ADMINS, admins);
+export const userRoutes: readonly AnyRoute[] = accountResourceRoutes(USERS);
+export const adminRoutes: readonly AnyRoute[] = accountResourceRoutes(ADMINS);

@@ -2,11 +2,14 @@ import { type Static, Type } from '@sinclair/typebox';
 import { resolveScope } from '../scope.ts';
 import { clientParameters, type Grant, issueTokens, parameterValidator } from './grant.ts';
 
-const parameters = Type.Object({
-  grant_type: Type.Literal('client_credentials'),
-  ...clientParameters,
-  scope: Type.String(),
-});
+const parameters = Type.Object(
+  {
+    grant_type: Type.Literal('client_credentials'),
+    ...clientParameters,
+    scope: Type.String(),
+  },
+  { $id: 'ClientCredentialsGrantRequest' },
+);
 const validate = parameterValidator<Static<typeof parameters>>(parameters);
 
 /**

@@ -3,13 +3,16 @@ import { InvalidGrant } from '../../errors.ts';
 import { resolveScope } from '../scope.ts';
 import { clientParameters, type Grant, issueTokens, parameterValidator } from './grant.ts';
 
-const parameters = Type.Object({
-  grant_type: Type.Literal('password'),
-  ...clientParameters,
-  scope: Type.String({ description: 'Space-delimited scopes; the only registered scope is `api`.' }),
-  username: Type.String({ minLength: 1, maxLength: 320 }),
-  password: Type.String({ minLength: 1, maxLength: 1024 }),
-});
+const parameters = Type.Object(
+  {
+    grant_type: Type.Literal('password'),
+    ...clientParameters,
+    scope: Type.String({ description: 'Space-delimited scopes; the only registered scope is `api`.' }),
+    username: Type.String({ minLength: 1, maxLength: 320 }),
+    password: Type.String({ minLength: 1, maxLength: 1024 }),
+  },
+  { $id: 'PasswordGrantRequest' },
+);
 const validate = parameterValidator<Static<typeof parameters>>(parameters);
 
 /**

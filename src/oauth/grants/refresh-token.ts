@@ -11,14 +11,19 @@ import {
   type TokenResponse,
 } from './grant.ts';
 
-const parameters = Type.Object({
-  grant_type: Type.Literal('refresh_token'),
-  ...clientParameters,
-  scope: Type.Optional(
-    Type.String({ description: 'Must not exceed the scope originally granted; omitted, it is that scope.' }),
-  ),
-  refresh_token: Type.String({ minLength: 1, maxLength: 512 }),
-});
+const parameters = Type.Object(
+  {
+    grant_type: Type.Literal('refresh_token'),
+    ...clientParameters,
+    scope: Type.Optional(
+      Type.String({
+        description: 'Must not exceed the scope originally granted; omitted, it is that scope.',
+      }),
+    ),
+    refresh_token: Type.String({ minLength: 1, maxLength: 512 }),
+  },
+  { $id: 'RefreshTokenGrantRequest' },
+);
 const validate = parameterValidator<Static<typeof parameters>>(parameters);
 
 /**
