@@ -145,8 +145,6 @@ export function createAccountManagement(deps: {
   }
 
   return {
-    kind,
-
     /** Any account, deleted ones as their anonymised record; a user reads only their own. */
     async view(actor: Actor, id: string): Promise<Account> {
       assertMay(actor, kind, 'view');
