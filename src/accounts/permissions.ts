@@ -9,16 +9,19 @@ import type { Account, AccountKind } from '../stores/types.ts';
  * for every caller, the operator at the command line too, and then the rules that need the
  * target account.
  */
-export type AccountOperation =
-  | 'view-own'
-  | 'update-own'
-  | 'delete-own'
-  | 'list'
-  | 'create'
-  | 'view'
-  | 'update'
-  | 'delete'
-  | 'activate';
+/** What can be done with accounts; those on one's own account first, as their routes are tried. */
+export const ACCOUNT_OPERATIONS = [
+  'view-own',
+  'update-own',
+  'delete-own',
+  'list',
+  'create',
+  'view',
+  'update',
+  'delete',
+  'activate',
+] as const;
+export type AccountOperation = (typeof ACCOUNT_OPERATIONS)[number];
 
 /** An empty list: nobody, the operation does not exist for that kind of account. */
 export const ACCOUNT_PERMISSIONS: Readonly<

@@ -1,6 +1,10 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import { AccountListQuery, parseAccountListQuery } from '../../accounts/listing.ts';
-import { ACCOUNT_PERMISSIONS, type AccountOperation } from '../../accounts/permissions.ts';
+import {
+  ACCOUNT_OPERATIONS,
+  ACCOUNT_PERMISSIONS,
+  type AccountOperation,
+} from '../../accounts/permissions.ts';
 import { viewAccount } from '../../accounts/representation.ts';
 import {
   CreateAdminBody,
@@ -9,6 +13,7 @@ import {
   UpdateAdminBody,
   UpdateUserBody,
 } from '../../accounts/schemas.ts';
+import type { Role } from '../../identity.ts';
 import type { Account, AccountKind } from '../../stores/types.ts';
 import { HAL_JSON, halCollection, halResource } from '../hal.ts';
 import { type AnyRoute, defineRoute, type Reply } from '../route.ts';
@@ -38,7 +43,7 @@ interface AccountResource {
   update: typeof UpdateUserBody | typeof UpdateAdminBody;
   /** Whether a deletion can conflict (the last active superuser). */
   deleteConflicts: boolean;
-  /** The operations this kind has, with their summaries, in the order they are routed. */
+  /** The operations this kind has, with their summaries; a kind has no route for the others. */
   summaries: Partial<Record<AccountOperation, string>>;
 }
 
@@ -93,45 +98,34 @@ const ADMINS: AccountResource = {
 
 const ACCOUNT = { schema: AccountSchema, contentType: HAL_JSON };
 
-/** The order the operations are routed in: `my-account` before `:id` (see below). */
-const OPERATIONS: readonly AccountOperation[] = [
-  'view-own',
-  'update-own',
-  'delete-own',
-  'list',
-  'create',
-  'view',
-  'update',
-  'delete',
-  'activate',
-];
+/** What every account route takes from its operation. */
+interface OperationFacts {
+  name: string;
+  summary: string;
+  tags: string[];
+  permission: readonly Role[];
+}
 
 /**
  * The routes of one kind of account: declarations only, the account service decides. Routes
- * are tried in registration order and the first that matches answers, so `<base>/my-account`
- * comes before `<base>/:id` and never reaches it.
+ * are tried in registration order and the first that matches answers; the operations on
+ * one's own account come first, so `<base>/my-account` never reaches `<base>/:id`.
  */
 function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
   const { kind, tag, summaries } = resource;
   const base = `/${kind}s`;
-  const facts = (operation: AccountOperation) => ({
-    name: `${kind}::${operation}`,
-    summary: summaries[operation] ?? '',
-    tags: [tag],
-    permission: ACCOUNT_PERMISSIONS[kind][operation],
-  });
-  const routes: Record<AccountOperation, () => AnyRoute> = {
-    'view-own': () =>
+  const routes: Record<AccountOperation, (facts: OperationFacts) => AnyRoute> = {
+    'view-own': (facts) =>
       defineRoute({
-        ...facts('view-own'),
+        ...facts,
         method: 'GET',
         path: `${base}/my-account`,
         responses: { 200: { description: 'The account', ...ACCOUNT }, ...problems(401, 403, 503) },
         handler: ({ identity }, { accounts }) => accountReply(accounts[kind].viewOwn(identity), kind),
       }),
-    'update-own': () =>
+    'update-own': (facts) =>
       defineRoute({
-        ...facts('update-own'),
+        ...facts,
         method: 'PATCH',
         path: `${base}/my-account`,
         body: OwnProfileBody,
@@ -142,9 +136,9 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
         handler: async ({ identity, body }, { accounts }) =>
           accountReply(await accounts[kind].updateOwn(identity, body), kind),
       }),
-    'delete-own': () =>
+    'delete-own': (facts) =>
       defineRoute({
-        ...facts('delete-own'),
+        ...facts,
         method: 'DELETE',
         path: `${base}/my-account`,
         responses: { 204: { description: 'Deleted' }, ...problems(401, 403, 503) },
@@ -153,9 +147,9 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
           return { status: 204 };
         },
       }),
-    list: () =>
+    list: (facts) =>
       defineRoute({
-        ...facts('list'),
+        ...facts,
         method: 'GET',
         path: base,
         query: AccountListQuery,
@@ -182,9 +176,9 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
           return { status: 200, contentType: HAL_JSON, body: page };
         },
       }),
-    create: () =>
+    create: (facts) =>
       defineRoute({
-        ...facts('create'),
+        ...facts,
         method: 'POST',
         path: base,
         body: resource.create,
@@ -195,18 +189,18 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
         handler: async ({ identity, body }, { accounts }) =>
           createdReply(await accounts[kind].create(identity, body), kind),
       }),
-    view: () =>
+    view: (facts) =>
       defineRoute({
-        ...facts('view'),
+        ...facts,
         method: 'GET',
         path: `${base}/:id`,
         responses: { 200: { description: 'The account', ...ACCOUNT }, ...problems(401, 403, 404, 503) },
         handler: async ({ identity, params }, { accounts }) =>
           accountReply(await accounts[kind].view(identity, params.id ?? ''), kind),
       }),
-    update: () =>
+    update: (facts) =>
       defineRoute({
-        ...facts('update'),
+        ...facts,
         method: 'PATCH',
         path: `${base}/:id`,
         body: resource.update,
@@ -217,9 +211,9 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
         handler: async ({ identity, params, body }, { accounts }) =>
           accountReply(await accounts[kind].update(identity, params.id ?? '', body), kind),
       }),
-    delete: () =>
+    delete: (facts) =>
       defineRoute({
-        ...facts('delete'),
+        ...facts,
         method: 'DELETE',
         path: `${base}/:id`,
         responses: {
@@ -231,9 +225,9 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
           return { status: 204 };
         },
       }),
-    activate: () =>
+    activate: (facts) =>
       defineRoute({
-        ...facts('activate'),
+        ...facts,
         method: 'POST',
         path: `${base}/:id/activate`,
         responses: {
@@ -244,9 +238,12 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
           accountReply(await accounts[kind].activate(identity, params.id ?? ''), kind),
       }),
   };
-  return OPERATIONS.filter((operation) => summaries[operation] !== undefined).map((operation) =>
-    routes[operation](),
-  );
+  return ACCOUNT_OPERATIONS.flatMap((operation) => {
+    const summary = summaries[operation];
+    if (summary === undefined) return [];
+    const permission = ACCOUNT_PERMISSIONS[kind][operation];
+    return [routes[operation]({ name: `${kind}::${operation}`, summary, tags: [tag], permission })];
+  });
 }
 
 function accountCollectionSchema(rel: string, id: string): TSchema {
