@@ -1,7 +1,7 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { GrantType } from '../../config.ts';
 import type { Grant } from '../../oauth/grants/grant.ts';
-import { ALL_GRANTS } from '../../oauth/token-endpoint.ts';
+import { enabledGrants } from '../../oauth/token-endpoint.ts';
 import { NOT_CACHED } from '../problem.ts';
 import { type AnyRoute, defineRoute, type HeaderSpec, type ResponseSpec } from '../route.ts';
 import { problems, TokenErrorSchema, TokenResponseSchema } from '../schemas.ts';
@@ -68,7 +68,7 @@ function grantList(grants: readonly Grant[]): string {
  * what they accept depends on the grants the configuration enables.
  */
 export function tokenRoutes(enabled: ReadonlySet<GrantType>): AnyRoute[] {
-  const grants = ALL_GRANTS.filter((grant) => enabled.has(grant.type));
+  const grants = enabledGrants(enabled);
   const route = (path: string, name: string, summary: string) =>
     defineRoute<TSchema>({
       method: 'POST',
