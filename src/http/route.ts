@@ -15,7 +15,7 @@ export interface RequestContext<Body = unknown> {
   res: ServerResponse;
   params: Record<string, string>;
   query: URLSearchParams;
-  /** The parsed body, already validated against the route's schema when it has one. */
+  /** The parsed body, already validated against the route's schema unless the handler checks it. */
   body: Body;
   identity: Identity;
   /** The socket peer address (before any proxy header is considered). */
