@@ -22,6 +22,29 @@ export const ANSWERS = {
 
 const message = (text: string): Reply => ({ status: 200, body: { message: text } });
 
+/** A request that mails something to an address: its flow runs, and the answer is always the same. */
+function mailRequestRoute(
+  path: string,
+  name: string,
+  flow: 'resendActivation' | 'recoverIdentity' | 'requestPasswordReset',
+  summary: string,
+): AnyRoute {
+  return defineRoute({
+    method: 'POST',
+    path,
+    name,
+    summary,
+    tags: ['account'],
+    permission: 'public',
+    body: EmailBody,
+    responses: { 200: { description: 'Done', schema: MessageSchema }, ...problems(400, 413, 415, 503) },
+    async handler({ body }, { accountFlows }) {
+      await accountFlows[flow](body.email);
+      return message(ANSWERS[flow]);
+    },
+  });
+}
+
 /**
  * The self-service routes of user accounts. They are public (DESIGN: guest): nobody needs to
  * be signed in to use them, and a caller who is signed in may use them as well; the
@@ -49,20 +72,12 @@ export const accountRoutes: readonly AnyRoute[] = [
       return createdReply(await accountFlows.register(body), 'user');
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/account/activate',
-    name: 'account::resend-activation',
-    summary: 'Mail a new activation link (same answer whether or not the address has a pending account)',
-    tags: ['account'],
-    permission: 'public',
-    body: EmailBody,
-    responses: { 200: { description: 'Done', schema: MessageSchema }, ...problems(400, 413, 415, 503) },
-    async handler({ body }, { accountFlows }) {
-      await accountFlows.resendActivation(body.email);
-      return message(ANSWERS.resendActivation);
-    },
-  }),
+  mailRequestRoute(
+    '/account/activate',
+    'account::resend-activation',
+    'resendActivation',
+    'Mail a new activation link (same answer whether or not the address has a pending account)',
+  ),
   defineRoute({
     method: 'PATCH',
     path: '/account/activate/:hash',
@@ -80,34 +95,18 @@ export const accountRoutes: readonly AnyRoute[] = [
       return accountReply(await accountFlows.activate(params.hash ?? '', body.password), 'user');
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/account/recover-identity',
-    name: 'account::recover-identity',
-    summary: 'Mail the identity of the account with this address (same answer whether or not there is one)',
-    tags: ['account'],
-    permission: 'public',
-    body: EmailBody,
-    responses: { 200: { description: 'Done', schema: MessageSchema }, ...problems(400, 413, 415, 503) },
-    async handler({ body }, { accountFlows }) {
-      await accountFlows.recoverIdentity(body.email);
-      return message(ANSWERS.recoverIdentity);
-    },
-  }),
-  defineRoute({
-    method: 'POST',
-    path: '/account/reset-password',
-    name: 'account::request-password-reset',
-    summary: 'Mail a password reset link (same answer whether or not the address has an active account)',
-    tags: ['account'],
-    permission: 'public',
-    body: EmailBody,
-    responses: { 200: { description: 'Done', schema: MessageSchema }, ...problems(400, 413, 415, 503) },
-    async handler({ body }, { accountFlows }) {
-      await accountFlows.requestPasswordReset(body.email);
-      return message(ANSWERS.requestPasswordReset);
-    },
-  }),
+  mailRequestRoute(
+    '/account/recover-identity',
+    'account::recover-identity',
+    'recoverIdentity',
+    'Mail the identity of the account with this address (same answer whether or not there is one)',
+  ),
+  mailRequestRoute(
+    '/account/reset-password',
+    'account::request-password-reset',
+    'requestPasswordReset',
+    'Mail a password reset link (same answer whether or not the address has an active account)',
+  ),
   defineRoute({
     method: 'GET',
     path: '/account/reset-password/:hash',
