@@ -1,27 +1,13 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import { join } from 'node:path';
-import { createAccountFlows } from './accounts/account-flows.ts';
-import { createAccountManagement } from './accounts/management.ts';
-import { createPasswordHasher, type PasswordHasher } from './accounts/password-hasher.ts';
+import type { PasswordHasher } from './accounts/password-hasher.ts';
 import type { Config } from './config.ts';
-import { createErrorReportReceiver, type ErrorReportReceiver } from './error-report/error-report.ts';
 import { createAuthenticator } from './http/authenticate.ts';
 import { createRequestHandler } from './http/pipeline.ts';
 import type { AnyRoute } from './http/route.ts';
-import { accountRoutes } from './http/routes/account.ts';
-import { adminRoutes } from './http/routes/admins.ts';
-import { errorReportRoutes } from './http/routes/error-report.ts';
-import { homeRoutes } from './http/routes/home.ts';
-import { securityRoutes } from './http/routes/security.ts';
-import { userRoutes } from './http/routes/users.ts';
+import { routeTable } from './http/routes/index.ts';
 import { createErrorLogger } from './logging/error-log.ts';
-import { createMailer } from './mail/mailer.ts';
-import { createAccessTokenService } from './oauth/access-token.ts';
-import { loadKeySet } from './oauth/keys.ts';
-import { createRefreshTokenService } from './oauth/refresh-token.ts';
-import { createTokenEndpoint } from './oauth/token-endpoint.ts';
 import { seed } from './seed.ts';
-import { openStores } from './stores/open.ts';
+import { openServices } from './services.ts';
 import type { Stores } from './stores/types.ts';
 
 export interface Application {
@@ -34,8 +20,8 @@ export interface Application {
 }
 
 /**
- * The composition root: the only place that turns configuration into stores, services and
- * the HTTP pipeline. Everything below receives what it needs and never reads configuration.
+ * The HTTP application: the services of the composition root (services.ts), the seed
+ * records a fresh store lacks, the route table and the pipeline that serves it.
  */
 export async function createApplication(
   config: Config,
@@ -46,114 +32,34 @@ export async function createApplication(
     extraRoutes?: readonly AnyRoute[];
   },
 ): Promise<Application> {
-  const keys = loadKeySet(config.keysDir);
-  // Before the stores open: a malformed whitelist entry stops the start without leaving connections.
-  const errorReports = createErrorReportReceiver({ ...config.errorReport, logDir: config.logDir });
-  const stores = await openStores({
-    mongodbUrl: config.mongodbUrl,
-    redisUrl: config.redisUrl,
-    startupTimeoutMs: config.backendStartupTimeoutMs,
-    log: options.log,
-  });
-  const passwords = createPasswordHasher({ cost: config.bcryptCost, threads: options.hashThreads ?? 1 });
-  const created = await seed(stores, passwords);
+  const services = await openServices(config, { log: options.log, hashThreads: options.hashThreads });
+  const created = await seed(services.stores, services.passwords);
   if (created.length > 0) options.log(`Seeded ${created.join(', ')}`);
 
-  const accessTokens = createAccessTokenService({
-    keys,
-    algorithm: config.accessTokenAlg,
-    issuer: config.appUrl,
-    audience: config.appUrl,
-    ttlSeconds: config.accessTokenTtl,
-  });
-  const refreshTokens = createRefreshTokenService({
-    store: stores.refreshTokens,
-    encryptionKey: keys.encryptionKey,
-    ttlSeconds: config.refreshTokenTtl,
-  });
-  const tokenEndpoint = createTokenEndpoint(config.grants, {
-    stores,
-    clients: stores.clients,
-    passwords,
-    accessTokens,
-    refreshTokens,
-  });
-
-  const mailer = createMailer({
-    smtpUrl: config.smtpUrl,
-    from: config.mail.from,
-    mailDir: join(config.logDir, 'mail'),
-    onFailure: options.log,
-  });
-  const accounts = accountServices({ config, stores, passwords, mailer });
-
-  const routes = [
-    ...buildRouteTable({ config, stores, tokenEndpoint, errorReports, accounts }),
-    ...(options.extraRoutes ?? []),
-  ];
+  const routes = [...routeTable(config.grants), ...(options.extraRoutes ?? [])];
   const errorLog = createErrorLogger({ logDir: config.logDir, service: config.appName });
   const handler = createRequestHandler({
     routes,
+    services,
     bodyLimit: config.bodyLimit,
     cors: config.cors,
     responseHeaders: config.responseHeaders,
     deprecations: config.deprecations,
-    authenticate: createAuthenticator(accessTokens, stores),
+    authenticate: createAuthenticator({
+      accessTokens: services.accessTokens,
+      clients: services.stores.clients,
+      sessions: services.sessions,
+    }),
     onUnexpectedError: (error, req, route) =>
       errorLog.error({ err: error, ...requestFacts(req, route), route: route?.name }),
   });
 
   return {
     server: createServer({ keepAliveTimeout: 65_000 }, handler),
-    stores,
-    passwords,
+    stores: services.stores,
+    passwords: services.passwords,
     routes,
-    async close() {
-      await Promise.allSettled([stores.close(), passwords.close(), mailer.close()]);
-    },
-  };
-}
-
-export function buildRouteTable(services: {
-  config: Pick<Config, 'appName' | 'appVersion'>;
-  stores: Pick<Stores, 'users'>;
-  tokenEndpoint: Parameters<typeof securityRoutes>[0];
-  errorReports: ErrorReportReceiver;
-  accounts: AccountServices;
-}): AnyRoute[] {
-  return [
-    ...homeRoutes({ name: services.config.appName, version: services.config.appVersion }),
-    ...securityRoutes(services.tokenEndpoint),
-    ...errorReportRoutes(services.errorReports),
-    ...accountRoutes(services.accounts.flows),
-    ...userRoutes(services.accounts.users),
-    ...adminRoutes(services.accounts.admins),
-  ];
-}
-
-export type AccountServices = ReturnType<typeof accountServices>;
-
-/** The account domain: self-service flows of users, and the management of users and admins. */
-function accountServices(deps: {
-  config: Pick<Config, 'appName' | 'appUrl' | 'mail'>;
-  stores: Stores;
-  passwords: PasswordHasher;
-  mailer: ReturnType<typeof createMailer>;
-}) {
-  const { config, stores, passwords, mailer } = deps;
-  const common = { refreshTokens: stores.refreshTokens, oneTimeTokens: stores.oneTimeTokens, passwords };
-  return {
-    flows: createAccountFlows({
-      ...common,
-      users: stores.users,
-      mailer,
-      appName: config.appName,
-      appUrl: config.appUrl,
-      activationTtl: config.mail.activationTtl,
-      resetTtl: config.mail.resetTtl,
-    }),
-    users: createAccountManagement({ ...common, kind: 'user', accounts: stores.users }),
-    admins: createAccountManagement({ ...common, kind: 'admin', accounts: stores.admins }),
+    close: services.close,
   };
 }
 

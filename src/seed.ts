@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { newAccountRecord } from './accounts/account-record.ts';
 import type { PasswordHasher } from './accounts/password-hasher.ts';
 import { digestClientSecret } from './oauth/client-authentication.ts';
 import type { Account, AccountStore, Stores } from './stores/types.ts';
@@ -52,19 +53,13 @@ async function seedAccount(
   // it must not come back with its publicly known password at the next start. (Deleted
   // accounts stay as anonymised records, so a store that ever held accounts is never empty.)
   if ((await store.count({})) > 0) return false;
-  const now = new Date();
-  return store.createIfAbsent({
-    id: randomUUID(),
-    identity: seedAccount.identity,
-    passwordHash: await passwords.hash(seedAccount.password),
-    firstName: null,
-    lastName: null,
-    status: 'active',
-    roles: seedAccount.roles,
-    sessionKey: '',
-    createdAt: now,
-    updatedAt: now,
-  });
+  const { identity, password, roles } = seedAccount;
+  return store.createIfAbsent(
+    newAccountRecord(
+      { identity, passwordHash: await passwords.hash(password), status: 'active', roles },
+      new Date(),
+    ),
+  );
 }
 
 /** The publicly known defaults still in place, for the production start warning. */

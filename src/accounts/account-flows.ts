@@ -1,18 +1,17 @@
-import { randomUUID } from 'node:crypto';
 import { NotFound, ServiceUnavailable, ValidationFailed } from '../errors.ts';
 import type { Mailer, MailMessage } from '../mail/mailer.ts';
 import { activationMessage, identityReminderMessage, passwordResetMessage } from '../mail/messages.ts';
 import type { OneTimeTokenPurpose, OneTimeTokenStore } from '../stores/one-time-tokens.ts';
-import type { Account, AccountStore, RefreshTokenStore } from '../stores/types.ts';
-import { cleanName } from './management.ts';
+import type { Account, AccountChanges, AccountStore } from '../stores/types.ts';
+import { cleanName, newAccountRecord } from './account-record.ts';
 import { digestLinkHash, isLinkHashShaped, newLinkHash } from './one-time-links.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 import { assertNewPasswordAcceptable } from './password-policy.ts';
-import { createSessions } from './sessions.ts';
+import type { Sessions } from './sessions.ts';
 
 export interface AccountFlowsOptions {
   users: AccountStore;
-  refreshTokens: Pick<RefreshTokenStore, 'revokeSubject'>;
+  sessions: Pick<Sessions, 'write'>;
   oneTimeTokens: OneTimeTokenStore;
   passwords: Pick<PasswordHasher, 'hash' | 'verify'>;
   mailer: Mailer;
@@ -42,7 +41,8 @@ const LINK_PATHS: Record<OneTimeTokenPurpose, string> = {
 export function createAccountFlows(options: AccountFlowsOptions) {
   const { users, oneTimeTokens, passwords, mailer } = options;
   const now = options.now ?? (() => new Date());
-  const sessions = createSessions({ kind: 'user', accounts: users, refreshTokens: options.refreshTokens });
+  const write = (account: Account, changes: AccountChanges) =>
+    options.sessions.write('user', account, changes);
   const ttl: Record<OneTimeTokenPurpose, number> = {
     activation: options.activationTtl,
     reset: options.resetTtl,
@@ -100,16 +100,14 @@ export function createAccountFlows(options: AccountFlowsOptions) {
     pending: Account,
     registration: Pick<Account, 'passwordHash' | 'firstName' | 'lastName' | 'updatedAt'>,
   ): Promise<Account> {
-    const replaced = await sessions.update(pending, registration);
+    const replaced = await write(pending, registration);
     if (!replaced) throw new ServiceUnavailable('The registration changed meanwhile; try again');
     await oneTimeTokens.deleteForAccount(pending.id, 'activation');
     try {
       await sendActivation(replaced);
     } catch (error) {
       const { passwordHash, firstName, lastName, updatedAt } = pending;
-      await sessions
-        .update(replaced, { passwordHash, firstName, lastName, updatedAt })
-        .catch(() => undefined);
+      await write(replaced, { passwordHash, firstName, lastName, updatedAt }).catch(() => undefined);
       throw error;
     }
     return replaced;
@@ -140,15 +138,10 @@ export function createAccountFlows(options: AccountFlowsOptions) {
       };
       const pending = await users.findByIdentity(input.identity);
       if (pending?.status === 'pending') return replaceRegistration(pending, registration);
-      const account: Account = {
-        id: randomUUID(),
-        identity: input.identity,
-        ...registration,
-        status: 'pending',
-        roles: [],
-        sessionKey: '',
-        createdAt: time,
-      };
+      const account = newAccountRecord(
+        { identity: input.identity, ...registration, status: 'pending', roles: [] },
+        time,
+      );
       await users.create(account);
       try {
         await sendActivation(account);
@@ -181,7 +174,7 @@ export function createAccountFlows(options: AccountFlowsOptions) {
       const { token } = await linkToken('activation', hash, 'consume');
       const account = await users.findById(token.accountId);
       if (account?.status !== 'pending' || account.passwordHash !== registered.passwordHash) throw invalid;
-      const activated = await sessions.update(account, { status: 'active', updatedAt: now() });
+      const activated = await write(account, { status: 'active', updatedAt: now() });
       if (!activated) throw invalid;
       await oneTimeTokens.deleteForAccount(account.id, 'activation');
       return activated;
@@ -229,7 +222,7 @@ export function createAccountFlows(options: AccountFlowsOptions) {
       assertNewPasswordAcceptable({ ...input, identity: account.identity, confirmRequired: true });
       const passwordHash = await passwords.hash(input.password);
       await linkToken('reset', hash, 'consume');
-      await sessions.update(account, { passwordHash, updatedAt: now() });
+      await write(account, { passwordHash, updatedAt: now() });
       await oneTimeTokens.deleteForAccount(account.id, 'reset');
     },
   };

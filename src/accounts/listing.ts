@@ -1,14 +1,17 @@
 import { Type } from '@sinclair/typebox';
-import { QueryInteger } from '../http/schemas.ts';
-import type { AccountQuery, AccountSortField, AccountStatus } from '../stores/types.ts';
+import {
+  ACCOUNT_SORT_FIELDS,
+  ACCOUNT_STATUSES,
+  type AccountQuery,
+  type AccountSortField,
+  type AccountStatus,
+} from '../stores/types.ts';
+import { Literals, QueryInteger } from '../validation.ts';
 
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
 /** Far beyond any page a listing has; it bounds the number the stores are asked to skip to. */
 const MAX_PAGE = 999_999;
-
-const STATUSES: readonly AccountStatus[] = ['pending', 'active', 'inactive', 'deleted'];
-const SORT_FIELDS: readonly AccountSortField[] = ['identity', 'createdAt', 'updatedAt', 'status'];
 
 /**
  * The query of the account collections. Unknown and repeated parameters fail, rather than
@@ -33,19 +36,16 @@ export const AccountListQuery = Type.Object(
       }),
     ),
     status: Type.Optional(
-      Type.Union(
-        STATUSES.map((status) => Type.Literal(status)),
-        {
-          description: 'Only accounts with this status',
-          errorMessage: `Must be one of ${STATUSES.join(', ')}`,
-        },
-      ),
+      Literals(ACCOUNT_STATUSES, {
+        description: 'Only accounts with this status',
+        errorMessage: `Must be one of ${ACCOUNT_STATUSES.join(', ')}`,
+      }),
     ),
     sort: Type.Optional(
       Type.String({
-        pattern: `^-?(${SORT_FIELDS.join('|')})$`,
-        description: `${SORT_FIELDS.join(', ')}; a leading "-" sorts descending (default createdAt)`,
-        errorMessage: `Must be one of ${SORT_FIELDS.join(', ')}, optionally with a leading "-"`,
+        pattern: `^-?(${ACCOUNT_SORT_FIELDS.join('|')})$`,
+        description: `${ACCOUNT_SORT_FIELDS.join(', ')}; a leading "-" sorts descending (default createdAt)`,
+        errorMessage: `Must be one of ${ACCOUNT_SORT_FIELDS.join(', ')}, optionally with a leading "-"`,
       }),
     ),
   },

@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
-import { Conflict, ValidationFailed } from '../errors.ts';
+import { Conflict, Forbidden, NotFound, ValidationFailed } from '../errors.ts';
+import type { Actor } from '../identity.ts';
 import type { OneTimeTokenStore } from '../stores/one-time-tokens.ts';
 import type {
   Account,
@@ -9,22 +9,30 @@ import type {
   AccountStatus,
   AccountStore,
   AdminRole,
-  RefreshTokenStore,
 } from '../stores/types.ts';
+import { isUuid } from '../validation.ts';
+import { cleanName, newAccountRecord } from './account-record.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 import { assertNewPasswordAcceptable } from './password-policy.ts';
-import { createSessions } from './sessions.ts';
+import {
+  type AccountOperation,
+  assertMay,
+  assertMayChange,
+  assertMayView,
+  ownAccountOf,
+} from './permissions.ts';
+import type { Sessions } from './sessions.ts';
 
 /**
  * A stored hash no password verifies against: bcrypt hashes are 60 characters, and a
  * verification of anything else is simply false.
  */
-export const UNUSABLE_PASSWORD_HASH = '!';
+const UNUSABLE_PASSWORD_HASH = '!';
 
 /** Account ids are UUIDs; anything else cannot name an account. */
-export function isAccountId(value: string): boolean {
-  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
-}
+const isAccountId = isUuid;
+
+type ManagedStatus = Exclude<AccountStatus, 'deleted'>;
 
 export interface NewAccount {
   identity: string;
@@ -33,15 +41,17 @@ export interface NewAccount {
   passwordConfirm?: string;
   firstName?: string | null;
   lastName?: string | null;
-  status: Exclude<AccountStatus, 'deleted'>;
-  roles: AdminRole[];
+  /** Defaults to active. */
+  status?: ManagedStatus;
+  /** Administrators only; defaults to [admin]. */
+  roles?: AdminRole[];
 }
 
 export interface AccountUpdate {
   identity?: string;
   firstName?: string | null;
   lastName?: string | null;
-  status?: Exclude<AccountStatus, 'deleted'>;
+  status?: ManagedStatus;
   roles?: AdminRole[];
   password?: string;
   passwordConfirm?: string;
@@ -58,21 +68,45 @@ export interface OwnProfileUpdate {
 export type AccountManagement = ReturnType<typeof createAccountManagement>;
 
 /**
- * What administrators and account holders do with the accounts of one store (users or
- * admins). Every change is written through the sessions module, which ends the account's
- * sessions when the change calls for it (a new password or identity, a new status, deletion).
+ * What is done with the accounts of one store (users or admins), by whom. Every operation
+ * takes the acting identity and the raw id it was given, and refuses by itself: 401/403 by
+ * the rules of permissions.ts, 404 for an id that names no account, 409, 400. Every change is
+ * written through the sessions module, which ends the account's sessions when the change
+ * calls for it.
  */
 export function createAccountManagement(deps: {
   kind: AccountKind;
   accounts: AccountStore;
-  refreshTokens: Pick<RefreshTokenStore, 'revokeSubject'>;
+  sessions: Pick<Sessions, 'write'>;
   oneTimeTokens: Pick<OneTimeTokenStore, 'deleteForAccount'>;
   passwords: Pick<PasswordHasher, 'hash' | 'verify'>;
   now?: () => Date;
 }) {
-  const { kind, accounts, oneTimeTokens, passwords } = deps;
+  const { kind, accounts, sessions, oneTimeTokens, passwords } = deps;
   const now = deps.now ?? (() => new Date());
-  const sessions = createSessions({ kind, accounts, refreshTokens: deps.refreshTokens });
+  const noSuchAccount = () => new NotFound(`No such ${kind}`);
+
+  /** The account an id names, deleted ones (their anonymised record) only when asked for. */
+  async function existing(id: string, options: { deleted: boolean }): Promise<Account> {
+    const account = isAccountId(id) ? await accounts.findById(id) : null;
+    if (!account || (!options.deleted && account.status === 'deleted')) throw noSuchAccount();
+    return account;
+  }
+
+  /** The actor's own account, for an operation on it. */
+  function own(actor: Actor, operation: AccountOperation): Account {
+    assertMay(actor, kind, operation);
+    const account = ownAccountOf(actor, kind);
+    if (!account) throw new Forbidden();
+    return account;
+  }
+
+  /** Writes the changes; an account that vanished meanwhile is a 404. */
+  async function write(account: Account, changes: AccountChanges): Promise<Account> {
+    const updated = await sessions.write(kind, account, changes);
+    if (!updated) throw noSuchAccount();
+    return updated;
+  }
 
   /**
    * The last active superuser can neither go nor lose the role: without one nobody could
@@ -91,40 +125,65 @@ export function createAccountManagement(deps: {
       throw new Conflict('The last active superuser cannot be deleted, deactivated or demoted');
   }
 
-  return {
-    kind,
+  /**
+   * Deletion keeps an anonymised record: identity `deleted-<id>@invalid` (which frees the
+   * real one), no names, no roles, a hash no password matches, status `deleted`; every
+   * session of the account ends with it.
+   */
+  async function erase(account: Account): Promise<void> {
+    await assertSuperuserRemains(account, { status: 'deleted', roles: [] });
+    await sessions.write(kind, account, {
+      identity: `deleted-${account.id}@invalid`,
+      passwordHash: UNUSABLE_PASSWORD_HASH,
+      firstName: null,
+      lastName: null,
+      roles: [],
+      status: 'deleted',
+      updatedAt: now(),
+    });
+    await oneTimeTokens.deleteForAccount(account.id);
+  }
 
-    /** The account, deleted ones included (as their anonymised record); null for an id that is not a UUID. */
-    async find(id: string): Promise<Account | null> {
-      return isAccountId(id) ? accounts.findById(id) : null;
+  return {
+    /** Any account, deleted ones as their anonymised record; a user reads only their own. */
+    async view(actor: Actor, id: string): Promise<Account> {
+      assertMay(actor, kind, 'view');
+      if (!isAccountId(id)) throw noSuchAccount();
+      assertMayView(actor, id);
+      // The caller's own account was loaded by authentication a moment ago.
+      const mine = ownAccountOf(actor, kind);
+      return mine?.id === id ? mine : existing(id, { deleted: true });
     },
 
-    list(query: AccountQuery): Promise<{ items: Account[]; total: number }> {
+    list(actor: Actor, query: AccountQuery): Promise<{ items: Account[]; total: number }> {
+      assertMay(actor, kind, 'list');
       return accounts.list(query);
     },
 
     /** Throws DuplicateIdentity (409) when the identity is taken. */
-    async create(input: NewAccount): Promise<Account> {
+    async create(actor: Actor, input: NewAccount): Promise<Account> {
+      assertMay(actor, kind, 'create');
       assertNewPasswordAcceptable({ ...input, confirmRequired: false });
-      const time = now();
-      const account: Account = {
-        id: randomUUID(),
-        identity: input.identity,
-        passwordHash: await passwords.hash(input.password),
-        firstName: cleanName(input.firstName) ?? null,
-        lastName: cleanName(input.lastName) ?? null,
-        status: input.status,
-        roles: [...input.roles],
-        sessionKey: '',
-        createdAt: time,
-        updatedAt: time,
-      };
+      const account = newAccountRecord(
+        {
+          identity: input.identity,
+          passwordHash: await passwords.hash(input.password),
+          firstName: input.firstName,
+          lastName: input.lastName,
+          status: input.status ?? 'active',
+          roles: kind === 'admin' ? (input.roles ?? ['admin']) : [],
+        },
+        now(),
+      );
       await accounts.create(account);
       return account;
     },
 
-    /** An administrator's change; the caller has checked who may change what. Throws DuplicateIdentity. */
-    async update(target: Account, input: AccountUpdate): Promise<Account | null> {
+    /** An administrator's change of an account that is not deleted. Throws DuplicateIdentity. */
+    async update(actor: Actor, id: string, input: AccountUpdate): Promise<Account> {
+      assertMay(actor, kind, 'update');
+      const target = await existing(id, { deleted: false });
+      assertMayChange(actor, kind, target, input);
       if (input.passwordConfirm !== undefined && input.password === undefined)
         throw new ValidationFailed({ password: ['Required with passwordConfirm'] });
       const identity = input.identity ?? target.identity;
@@ -144,11 +203,31 @@ export function createAccountManagement(deps: {
       if (input.status !== undefined) changes.status = input.status;
       if (input.roles !== undefined) changes.roles = [...input.roles];
       if (input.password !== undefined) changes.passwordHash = await passwords.hash(input.password);
-      const updated = await sessions.update(target, changes);
+      const updated = await write(target, changes);
       // Links mailed to the old address must not act on the account any more.
-      if (updated && input.identity !== undefined && input.identity !== target.identity)
+      if (input.identity !== undefined && input.identity !== target.identity)
         await oneTimeTokens.deleteForAccount(target.id);
       return updated;
+    },
+
+    /** Deletes an account that is not deleted yet (see erase). */
+    async remove(actor: Actor, id: string): Promise<void> {
+      assertMay(actor, kind, 'delete');
+      await erase(await existing(id, { deleted: false }));
+    },
+
+    /** Activates a pending or inactive account; an active one stays as it is. */
+    async activate(actor: Actor, id: string): Promise<Account> {
+      assertMay(actor, kind, 'activate');
+      const target = await existing(id, { deleted: false });
+      const activated =
+        target.status === 'active' ? target : await write(target, { status: 'active', updatedAt: now() });
+      await oneTimeTokens.deleteForAccount(target.id, 'activation');
+      return activated;
+    },
+
+    viewOwn(actor: Actor): Account {
+      return own(actor, 'view-own');
     },
 
     /**
@@ -156,13 +235,14 @@ export function createAccountManagement(deps: {
      * one twice, and ends every session, the caller's too; a wrong current password is a 400
      * with `errors.currentPassword`.
      */
-    async updateOwn(account: Account, input: OwnProfileUpdate): Promise<Account | null> {
+    async updateOwn(actor: Actor, input: OwnProfileUpdate): Promise<Account> {
+      const account = own(actor, 'update-own');
       const changes: AccountChanges = { updatedAt: now() };
       if (input.firstName !== undefined) changes.firstName = cleanName(input.firstName);
       if (input.lastName !== undefined) changes.lastName = cleanName(input.lastName);
       const { currentPassword, password, passwordConfirm } = input;
       if (currentPassword === undefined && password === undefined && passwordConfirm === undefined)
-        return sessions.update(account, changes);
+        return write(account, changes);
       const missing: Record<string, string[]> = {};
       if (currentPassword === undefined) missing.currentPassword = ['Required to change the password'];
       if (password === undefined) missing.password = ['Required to change the password'];
@@ -178,42 +258,11 @@ export function createAccountManagement(deps: {
       if (!(await passwords.verify(currentPassword, account.passwordHash)))
         throw new ValidationFailed({ currentPassword: ['Is not the current password'] });
       changes.passwordHash = await passwords.hash(password);
-      return sessions.update(account, changes);
+      return write(account, changes);
     },
 
-    /** Activates a pending or inactive account; an active one stays as it is. */
-    async activate(account: Account): Promise<Account | null> {
-      const updated =
-        account.status === 'active'
-          ? account
-          : await sessions.update(account, { status: 'active', updatedAt: now() });
-      await oneTimeTokens.deleteForAccount(account.id, 'activation');
-      return updated;
-    },
-
-    /**
-     * Deletion keeps an anonymised record: identity `deleted-<id>@invalid` (which frees the
-     * real one), no names, no roles, a hash no password matches, status `deleted`; every
-     * session of the account ends with it.
-     */
-    async remove(account: Account): Promise<void> {
-      await assertSuperuserRemains(account, { status: 'deleted', roles: [] });
-      await sessions.update(account, {
-        identity: `deleted-${account.id}@invalid`,
-        passwordHash: UNUSABLE_PASSWORD_HASH,
-        firstName: null,
-        lastName: null,
-        roles: [],
-        status: 'deleted',
-        updatedAt: now(),
-      });
-      await oneTimeTokens.deleteForAccount(account.id);
+    async removeOwn(actor: Actor): Promise<void> {
+      await erase(own(actor, 'delete-own'));
     },
   };
-}
-
-/** Names are trimmed; an empty one is no name. */
-export function cleanName(name: string | null | undefined): string | null | undefined {
-  if (name === undefined || name === null) return name;
-  return name.trim() || null;
 }

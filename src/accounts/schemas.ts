@@ -1,4 +1,6 @@
 import { type Static, type TObject, type TProperties, Type } from '@sinclair/typebox';
+import { ACCOUNT_STATUSES, type AccountStatus, ADMIN_ROLES } from '../stores/types.ts';
+import { Literals } from '../validation.ts';
 
 /**
  * The request bodies of the account routes, as TypeBox schemas. The route table carries these
@@ -54,21 +56,29 @@ export const PersonName = Type.Union(
   { errorMessage: `Must be text of at most ${NAME_MAX_LENGTH} characters without line breaks, or null` },
 );
 
-export const ManagedStatus = Type.Union(
-  [Type.Literal('pending'), Type.Literal('active'), Type.Literal('inactive')],
-  {
-    errorMessage: 'Must be one of pending, active, inactive',
-  },
+/** The statuses an administrator sets: `deleted` is only ever reached by deletion. */
+const MANAGED_STATUSES = ACCOUNT_STATUSES.filter(
+  (status): status is Exclude<AccountStatus, 'deleted'> => status !== 'deleted',
+);
+/** An administrator account is never pending: nobody registers one. */
+const ADMIN_STATUSES = MANAGED_STATUSES.filter(
+  (status): status is Exclude<AccountStatus, 'deleted' | 'pending'> => status !== 'pending',
 );
 
+export const ManagedStatus = Literals(MANAGED_STATUSES, {
+  errorMessage: `Must be one of ${MANAGED_STATUSES.join(', ')}`,
+});
+
+export const AdminStatus = Literals(ADMIN_STATUSES, {
+  errorMessage: `Must be ${ADMIN_STATUSES.join(' or ')}`,
+});
+
 export const AdminRoles = Type.Array(
-  Type.Union([Type.Literal('admin'), Type.Literal('superuser')], {
-    errorMessage: 'Must be admin or superuser',
-  }),
+  Literals(ADMIN_ROLES, { errorMessage: `Must be ${ADMIN_ROLES.join(' or ')}` }),
   {
     minItems: 1,
     uniqueItems: true,
-    errorMessage: 'Must be a non-empty list of distinct roles: admin, superuser',
+    errorMessage: `Must be a non-empty list of distinct roles: ${ADMIN_ROLES.join(', ')}`,
   },
 );
 
@@ -132,10 +142,6 @@ export const UpdateUserBody = body(
   },
   'The fields to change',
 );
-
-export const AdminStatus = Type.Union([Type.Literal('active'), Type.Literal('inactive')], {
-  errorMessage: 'Must be active or inactive',
-});
 
 export const CreateAdminBody = body(
   {

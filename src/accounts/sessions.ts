@@ -1,5 +1,4 @@
-import { randomBytes } from 'node:crypto';
-import { credentialStamp } from '../oauth/credential-stamp.ts';
+import { createHash, randomBytes } from 'node:crypto';
 import { identityKey } from '../stores/account-rules.ts';
 import type {
   Account,
@@ -8,28 +7,25 @@ import type {
   AccountStore,
   RefreshTokenStore,
 } from '../stores/types.ts';
+import type { PasswordHasher } from './password-hasher.ts';
 
 /**
- * The sessions of accounts. A session is everything one login issued: its access tokens
+ * The sessions of accounts. A session is everything one sign-in issued: its access tokens
  * (claim `cst`) and its refresh-token family (the stamp stored with it) carry the account's
- * credential stamp of that moment, a digest of its password hash and session key. A session
- * is valid while the account is active and still has that stamp. Ending every session of an
- * account gives it a new random session key, which no later change brings back. (Random
- * rather than a counter: FerretDB applies concurrent updates of one document without
- * isolation, and two writers that both counted from one value would agree on the next.)
+ * credential stamp of that moment. A session is valid while the account is active and still
+ * has that stamp; every session of an account ends when a change gives it another one.
  */
 
-/** Is this session still valid? Throws `refuse(detail)` when it is not. */
-export function assertSessionValid(
-  account: Account | null,
-  stamp: string | undefined,
-  refuse: (detail: string) => Error,
-): asserts account is Account {
-  if (account?.status !== 'active') throw refuse('Account is not active');
-  if (stamp !== credentialStamp(account))
-    throw refuse(
-      "The session has ended: the account's credentials or status changed since the token was issued",
-    );
+/**
+ * A short digest of the password hash a sign-in was verified against and of the account's
+ * session key at that moment.
+ */
+export function credentialStamp(account: Pick<Account, 'passwordHash' | 'sessionKey'>): string {
+  const digest = createHash('sha256').update(account.passwordHash);
+  // Without a key the stamp is the digest of the hash alone, as before keys existed, so
+  // tokens issued then stay valid. (Neither a bcrypt hash nor a key has a line break.)
+  if (account.sessionKey !== '') digest.update(`\n${account.sessionKey}`);
+  return digest.digest('base64url').slice(0, 22);
 }
 
 /**
@@ -39,7 +35,7 @@ export function assertSessionValid(
  * does re-entering it, which no legitimate session can be lost to, since an account that
  * is not active has none.
  */
-export function endsSessions(account: Account, changes: AccountChanges): boolean {
+function endsSessions(account: Account, changes: AccountChanges): boolean {
   return (
     (changes.passwordHash !== undefined && changes.passwordHash !== account.passwordHash) ||
     (changes.identity !== undefined && identityKey(changes.identity) !== identityKey(account.identity)) ||
@@ -49,28 +45,74 @@ export function endsSessions(account: Account, changes: AccountChanges): boolean
 
 export type Sessions = ReturnType<typeof createSessions>;
 
-/** Every write to the accounts of one store goes through here, so none can forget to end sessions. */
+/**
+ * Starts sessions (sign-in), tells whether one is still valid (authentication and the
+ * refresh grant alike), and writes every change to an account, ending its sessions when the
+ * change calls for it, so no writer can forget to.
+ */
 export function createSessions(deps: {
-  kind: AccountKind;
-  accounts: Pick<AccountStore, 'update'>;
+  accounts: Readonly<Record<AccountKind, AccountStore>>;
   refreshTokens: Pick<RefreshTokenStore, 'revokeSubject'>;
+  passwords: Pick<PasswordHasher, 'verify' | 'verifyNothing'>;
 }) {
-  const { kind, accounts, refreshTokens } = deps;
+  const { accounts, refreshTokens, passwords } = deps;
   return {
     /**
-     * Writes the changes to the account; when they end sessions, every session of the
-     * account issued before ends with the write, for good.
-     *
-     * The race this closes: a login that verified the old credentials while the write
-     * happened read the account before it, so its tokens carry the old stamp, and every
-     * check compares against the account as it is now. The stamp alone ends the sessions;
-     * revoking the refresh families only frees their storage, and is done first so that a
-     * failure leaves the account unchanged and the request can simply be retried.
+     * Signs in with an identity and a password: the account and the stamp its new session
+     * carries, or null, the same for every reason (no such account, a wrong password, an
+     * account that is not active).
      */
-    async update(account: Account, changes: AccountChanges): Promise<Account | null> {
-      if (!endsSessions(account, changes)) return accounts.update(account.id, changes);
+    async start(
+      kind: AccountKind,
+      identity: string,
+      password: string,
+    ): Promise<{ account: Account; credentialStamp: string } | null> {
+      const account = await accounts[kind].findByIdentity(identity);
+      if (!account) {
+        // Spend the time a real check takes, so response times do not reveal which identities exist.
+        await passwords.verifyNothing(password);
+        return null;
+      }
+      if (!(await passwords.verify(password, account.passwordHash))) return null;
+      if (account.status !== 'active') return null;
+      return { account, credentialStamp: credentialStamp(account) };
+    },
+
+    /** Is the session with this stamp still valid? Its account, or `refuse(detail)` thrown. */
+    async resume(
+      kind: AccountKind,
+      id: string,
+      stamp: string | undefined,
+      refuse: (detail: string) => Error,
+    ): Promise<Account> {
+      const account = await accounts[kind].findById(id);
+      if (account?.status !== 'active') throw refuse('Account is not active');
+      if (stamp !== credentialStamp(account))
+        throw refuse(
+          "The session has ended: the account's credentials or status changed since the token was issued",
+        );
+      return account;
+    },
+
+    /**
+     * Writes the changes to the account (null when it is gone); when they end sessions, every
+     * session of the account issued before ends with the write, for good.
+     *
+     * The race this closes: a sign-in that verified the old credentials while the write
+     * happened read the account before it, so its tokens carry the old stamp, and every check
+     * compares against the account as it is now. The new session key is random rather than
+     * counted, because FerretDB applies concurrent updates of one document without isolation
+     * and two writers counting from one value would agree on the next. Revoking the refresh
+     * families only frees their storage; it comes first, so that a failure leaves the account
+     * unchanged and the request can simply be retried.
+     */
+    async write(kind: AccountKind, account: Account, changes: AccountChanges): Promise<Account | null> {
+      if (!endsSessions(account, changes)) return accounts[kind].update(account.id, changes);
       await refreshTokens.revokeSubject(kind, account.id);
-      return accounts.update(account.id, { ...changes, sessionKey: randomBytes(16).toString('base64url') });
+      return accounts[kind].update(account.id, {
+        ...changes,
+        sessionKey: randomBytes(16).toString('base64url'),
+      });
     },
   };
 }

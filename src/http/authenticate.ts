@@ -1,8 +1,8 @@
-import { assertSessionValid } from '../accounts/sessions.ts';
+import type { Sessions } from '../accounts/sessions.ts';
 import { InvalidToken } from '../errors.ts';
+import type { Identity } from '../identity.ts';
 import type { AccessTokenService } from '../oauth/access-token.ts';
-import type { Stores } from '../stores/types.ts';
-import type { Identity } from './route.ts';
+import type { ClientStore } from '../stores/types.ts';
 
 const GUEST: Identity = Object.freeze({ role: 'guest' });
 
@@ -12,22 +12,28 @@ const GUEST: Identity = Object.freeze({ role: 'guest' });
  * at once, even while its token has not expired, and so is a token issued before the
  * account's sessions ended (a password change, a deactivation since undone).
  */
-export function createAuthenticator(
-  accessTokens: AccessTokenService,
-  stores: Pick<Stores, 'admins' | 'users' | 'clients'>,
-): (authorization: string | undefined) => Promise<Identity> {
+export function createAuthenticator(deps: {
+  accessTokens: AccessTokenService;
+  clients: ClientStore;
+  sessions: Sessions;
+}): (authorization: string | undefined) => Promise<Identity> {
+  const { accessTokens, clients, sessions } = deps;
   return async (authorization) => {
     if (authorization === undefined) return GUEST;
     const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(authorization);
     if (!match?.[1]) throw new InvalidToken('Authorization header is not a Bearer token');
-    const { subject, clientId, credentialStamp: stamp } = await accessTokens.verifyAccessToken(match[1]);
+    const { subject, clientId, credentialStamp } = await accessTokens.verifyAccessToken(match[1]);
     if (subject.kind === 'client') {
-      const client = await stores.clients.findByName(clientId);
+      const client = await clients.findByName(clientId);
       if (!client || client.id !== subject.id) throw new InvalidToken('Client no longer exists');
       return { role: 'client', client };
     }
-    const account = await (subject.kind === 'admin' ? stores.admins : stores.users).findById(subject.id);
-    assertSessionValid(account, stamp, (detail) => new InvalidToken(detail));
+    const account = await sessions.resume(
+      subject.kind,
+      subject.id,
+      credentialStamp,
+      (detail) => new InvalidToken(detail),
+    );
     return subject.kind === 'admin' ? { role: 'admin', account } : { role: 'user', account };
   };
 }

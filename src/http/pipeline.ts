@@ -3,16 +3,18 @@ import polka, { type Request } from 'polka';
 import { parse as parsePattern } from 'regexparam';
 import type { Deprecation } from '../config.ts';
 import { BadRequest, MethodNotAllowed, NotFound, Problem } from '../errors.ts';
-import { authorize } from './authorize.ts';
+import { authorize, type Identity } from '../identity.ts';
+import { compileValidator } from '../validation.ts';
 import { parseBody, searchParamsObject } from './body.ts';
 import { answerPreflight, applyCors, type CorsPolicy } from './cors.ts';
 import { applyHeaders, headersForRoute } from './headers.ts';
 import { writeProblem } from './problem.ts';
-import type { AnyRoute, Identity, Reply } from './route.ts';
-import { compileValidator } from './validate.ts';
+import type { AnyRoute, Reply, Services } from './route.ts';
 
 export interface PipelineOptions {
   routes: readonly AnyRoute[];
+  /** Handed to every handler with its request. */
+  services: Services;
   bodyLimit: number;
   cors: CorsPolicy;
   responseHeaders: Readonly<Record<string, Readonly<Record<string, string>>>>;
@@ -41,7 +43,8 @@ export function createRequestHandler(
 
   for (const route of options.routes) {
     const headers = headersForRoute(route.name, options.responseHeaders, options.deprecations[route.name]);
-    const validator = route.body ? compileValidator(route.body) : undefined;
+    const validator =
+      route.body && route.bodyCheckedBy !== 'handler' ? compileValidator(route.body) : undefined;
     const queryValidator = route.query
       ? compileValidator(route.query, (errors) => new BadRequest('The query is invalid', { errors }))
       : undefined;
@@ -58,15 +61,18 @@ export function createRequestHandler(
         authorize(identity, route.permission);
         const query = new URLSearchParams(req.search);
         queryValidator?.check(searchParamsObject(query));
-        const reply = await route.handler({
-          req,
-          res,
-          params: req.params,
-          query,
-          body: validator ? validator.check(body) : body,
-          identity,
-          remoteAddress: req.socket.remoteAddress ?? '',
-        });
+        const reply = await route.handler(
+          {
+            req,
+            res,
+            params: req.params,
+            query,
+            body: validator ? validator.check(body) : body,
+            identity,
+            remoteAddress: req.socket.remoteAddress ?? '',
+          },
+          options.services,
+        );
         send(res, reply);
       } catch (error) {
         fail(error, req, res, route);

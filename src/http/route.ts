@@ -1,18 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Static, TSchema } from '@sinclair/typebox';
-import type { Account, OAuthClient } from '../stores/types.ts';
+import type { AccountFlows } from '../accounts/account-flows.ts';
+import type { AccountManagement } from '../accounts/management.ts';
+import type { ErrorReportReceiver } from '../error-report/error-report.ts';
+import type { Identity, Role } from '../identity.ts';
+import type { TokenEndpoint } from '../oauth/token-endpoint.ts';
+import type { AccountKind } from '../stores/types.ts';
 import type { ErrorFormat } from './problem.ts';
-
-/** Who is calling. A request without an `Authorization` header is a guest (docs/api.md). */
-export type Identity =
-  | { role: 'guest' }
-  | { role: 'user'; account: Account }
-  | { role: 'admin'; account: Account }
-  /** A machine client authenticated by the client credentials grant. */
-  | { role: 'client'; client: OAuthClient };
-
-/** What a route may require. `superuser` is an admin role that includes `admin`. */
-export type Role = 'guest' | 'user' | 'admin' | 'superuser' | 'client';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
@@ -21,11 +15,25 @@ export interface RequestContext<Body = unknown> {
   res: ServerResponse;
   params: Record<string, string>;
   query: URLSearchParams;
-  /** The parsed body, already validated against the route's schema when it has one. */
+  /** The parsed body, already validated against the route's schema unless the handler checks it. */
   body: Body;
   identity: Identity;
   /** The socket peer address (before any proxy header is considered). */
   remoteAddress: string;
+}
+
+/**
+ * What a handler is handed with each request, besides the request: the services the
+ * composition root built once. Routes are plain data and hold no service themselves, so the
+ * route table can be read (route:list, openapi:generate) without building any.
+ */
+export interface Services {
+  /** Name and version, as `GET /` tells them. */
+  about: { name: string; version: string };
+  tokenEndpoint: TokenEndpoint;
+  errorReports: ErrorReportReceiver;
+  accountFlows: AccountFlows;
+  accounts: Readonly<Record<AccountKind, AccountManagement>>;
 }
 
 export interface Reply {
@@ -66,7 +74,17 @@ export interface Route<S extends TSchema | undefined = TSchema | undefined> {
   tags: readonly string[];
   /** `public`: anyone, without looking at credentials. Otherwise the roles that may call it. */
   permission: 'public' | readonly Role[];
+  /** The request body's schema: checked before the handler runs, and shown by the OpenAPI description. */
   body?: S;
+  /** The media types the body is documented in; JSON unless said otherwise. */
+  bodyMediaTypes?: readonly string[];
+  /**
+   * `handler`: the handler checks the body itself and the schema only describes it. The token
+   * endpoint does, because RFC 6749 words every refusal as an OAuth error and orders them its
+   * own way: empty parameters count as omitted and repeated ones are refused (§3.2), the
+   * client is authenticated before the grant reads its parameters.
+   */
+  bodyCheckedBy?: 'pipeline' | 'handler';
   /**
    * The query parameters, validated before the handler runs. Values arrive as strings: a
    * number among them is a QueryInteger, which checks the digits and documents an integer.
@@ -76,7 +94,10 @@ export interface Route<S extends TSchema | undefined = TSchema | undefined> {
   responses: Readonly<Record<number, ResponseSpec>>;
   /** How failures are written; `problem` unless the route is an OAuth token endpoint. */
   errors?: ErrorFormat;
-  handler(context: RequestContext<S extends TSchema ? Static<S> : undefined>): Promise<Reply> | Reply;
+  handler(
+    context: RequestContext<S extends TSchema ? Static<S> : undefined>,
+    services: Services,
+  ): Promise<Reply> | Reply;
 }
 
 /** Erases a route's body type so routes of different shapes can share one table. */

@@ -1,4 +1,6 @@
-import { Kind, type TUnsafe, Type, TypeRegistry } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
+import { ACCOUNT_STATUSES, ADMIN_ROLES } from '../stores/types.ts';
+import { Literals } from '../validation.ts';
 import { PROBLEM_JSON } from './problem.ts';
 import type { HeaderSpec, ResponseSpec } from './route.ts';
 
@@ -42,13 +44,8 @@ export const AccountSchema = Type.Object(
     identity: Type.String(),
     firstName: Type.Union([Type.String(), Type.Null()]),
     lastName: Type.Union([Type.String(), Type.Null()]),
-    status: Type.Union([
-      Type.Literal('pending'),
-      Type.Literal('active'),
-      Type.Literal('inactive'),
-      Type.Literal('deleted'),
-    ]),
-    roles: Type.Array(Type.Union([Type.Literal('admin'), Type.Literal('superuser')])),
+    status: Literals(ACCOUNT_STATUSES),
+    roles: Type.Array(Literals(ADMIN_ROLES)),
     createdAt: Type.String({ format: 'date-time' }),
     updatedAt: Type.String({ format: 'date-time' }),
     _links: Type.Object({ self: Type.Object({ href: Type.String() }) }),
@@ -108,27 +105,4 @@ export function problems(...statuses: number[]): Record<number, ResponseSpec> {
       },
     ]),
   );
-}
-
-TypeRegistry.Set<{ minimum: number; maximum: number }>(
-  'QueryInteger',
-  (schema, value) =>
-    typeof value === 'string' &&
-    /^(0|[1-9][0-9]{0,14})$/.test(value) &&
-    Number(value) >= schema.minimum &&
-    Number(value) <= schema.maximum,
-);
-
-/**
- * A whole number in a query parameter. Query values are strings, so the check reads the
- * decimal digits (no sign, no leading zero, no exponent) and the range; the JSON Schema the
- * OpenAPI description shows is the integer the parameter stands for.
- */
-export function QueryInteger(options: {
-  minimum: number;
-  maximum: number;
-  description: string;
-  errorMessage: string;
-}): TUnsafe<number> {
-  return Type.Unsafe<number>({ [Kind]: 'QueryInteger', type: 'integer', ...options });
 }

@@ -18,7 +18,7 @@ export interface AccessTokenClaims {
   subject: TokenSubject;
   clientId: string;
   scope: string;
-  /** The credential stamp of an account subject (see credential-stamp.ts); none for clients. */
+  /** The credential stamp of an account subject (see accounts/sessions.ts); none for clients. */
   credentialStamp?: string;
 }
 

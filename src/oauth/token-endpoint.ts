@@ -7,7 +7,12 @@ import type { Grant, GrantDependencies, TokenResponse } from './grants/grant.ts'
 import { passwordGrant } from './grants/password.ts';
 import { refreshTokenGrant } from './grants/refresh-token.ts';
 
-export const ALL_GRANTS: readonly Grant[] = [passwordGrant, refreshTokenGrant, clientCredentialsGrant];
+const ALL_GRANTS: readonly Grant[] = [passwordGrant, refreshTokenGrant, clientCredentialsGrant];
+
+/** The grants the configuration enables, in a fixed order; the others do not exist for the service. */
+export function enabledGrants(enabled: ReadonlySet<GrantType>): Grant[] {
+  return ALL_GRANTS.filter((grant) => enabled.has(grant.type));
+}
 
 export type TokenEndpoint = (params: unknown, authorization: string | undefined) => Promise<TokenResponse>;
 
@@ -19,9 +24,7 @@ export function createTokenEndpoint(
   enabled: ReadonlySet<GrantType>,
   deps: GrantDependencies & { clients: ClientStore },
 ): TokenEndpoint {
-  const grants = new Map(
-    ALL_GRANTS.filter((grant) => enabled.has(grant.type)).map((grant) => [grant.type, grant]),
-  );
+  const grants = new Map(enabledGrants(enabled).map((grant) => [grant.type, grant]));
 
   return async (body, authorization) => {
     const params = requestParameters(body);

@@ -4,22 +4,13 @@ import type { Deprecation, GrantType, ServiceDescription } from '../config.ts';
 import { PROBLEM_JSON } from '../http/problem.ts';
 import type { AnyRoute, ResponseSpec } from '../http/route.ts';
 import { ProblemSchema } from '../http/schemas.ts';
-import type { Grant } from '../oauth/grants/grant.ts';
-import { ALL_GRANTS } from '../oauth/token-endpoint.ts';
-import { type JsonSchema, SchemaRegistry } from './schema-registry.ts';
+import { SchemaRegistry } from './schema-registry.ts';
 
 export type OpenApiDocument = Record<string, unknown> & {
   openapi: string;
   servers: { url: string; description?: string }[];
   paths: Record<string, Record<string, Record<string, unknown>>>;
 };
-
-/**
- * The token routes validate their body inside the token endpoint (the grant decides which
- * parameters apply), so their route entries carry no body schema: the document describes it
- * from the enabled grants' own parameter schemas instead.
- */
-export const TOKEN_ROUTE_NAMES: readonly string[] = ['security::generate-token', 'security::refresh-token'];
 
 const TOKEN_URL = '/security/generate-token';
 const REFRESH_URL = '/security/refresh-token';
@@ -44,8 +35,6 @@ export function buildOpenApiDocument(
   config: ServiceDescription,
 ): OpenApiDocument {
   const schemas = new SchemaRegistry();
-  const grants = ALL_GRANTS.filter((grant) => config.grants.has(grant.type));
-  const tokenRequest = tokenRequestSchema(grants, schemas);
   const flows = oauthFlows(config.grants);
   // Either form of the bearer access token; `[]` on an operation says "no credentials needed".
   const security: Record<string, string[]>[] = [
@@ -66,22 +55,8 @@ export function buildOpenApiDocument(
     if (operations[route.method.toLowerCase()]) {
       throw new Error(`Two routes answer ${route.method} ${route.path}`);
     }
-    const requestBody = TOKEN_ROUTE_NAMES.includes(route.name)
-      ? {
-          required: true,
-          content: {
-            'application/json': { schema: tokenRequest },
-            'application/x-www-form-urlencoded': { schema: tokenRequest },
-          },
-        }
-      : route.body
-        ? { required: true, content: { 'application/json': { schema: schemas.use(route.body) } } }
-        : undefined;
     operations[route.method.toLowerCase()] = operation(route, {
-      summary: TOKEN_ROUTE_NAMES.includes(route.name)
-        ? `${route.summary} (${grantList(grants)})`
-        : route.summary,
-      requestBody,
+      requestBody: requestBody(route, schemas),
       security,
       deprecation: config.deprecations[route.name],
       schemas,
@@ -152,18 +127,9 @@ function oauthFlows(enabled: ReadonlySet<GrantType>): Record<string, Record<stri
   return flows;
 }
 
-/** `grant_type password, refresh_token or client_credentials`. */
-function grantList(grants: readonly Grant[]): string {
-  const names = grants.map((grant) => grant.type);
-  if (names.length === 0) return 'no grant is enabled';
-  const last = names.pop();
-  return `grant_type ${names.length > 0 ? `${names.join(', ')} or ${last}` : last}`;
-}
-
 function operation(
   route: AnyRoute,
   context: {
-    summary: string;
     requestBody: Record<string, unknown> | undefined;
     security: Record<string, string[]>[];
     deprecation: Deprecation | undefined;
@@ -180,7 +146,7 @@ function operation(
   }
   return {
     operationId: operationId(route.name),
-    summary: context.summary,
+    summary: route.summary,
     description: describe(route, context.deprecation),
     tags: [...route.tags],
     ...(parameters.length > 0 ? { parameters } : {}),
@@ -190,6 +156,14 @@ function operation(
     ...(context.deprecation ? { deprecated: true } : {}),
     'x-route-name': route.name,
   };
+}
+
+/** The route's body schema, in each media type it is documented in (JSON unless said otherwise). */
+function requestBody(route: AnyRoute, schemas: SchemaRegistry): Record<string, unknown> | undefined {
+  if (!route.body) return undefined;
+  const schema = schemas.use(route.body);
+  const mediaTypes = route.bodyMediaTypes ?? ['application/json'];
+  return { required: true, content: Object.fromEntries(mediaTypes.map((type) => [type, { schema }])) };
 }
 
 function response(spec: ResponseSpec, schemas: SchemaRegistry, deprecated: boolean): Record<string, unknown> {
@@ -306,26 +280,4 @@ function operationId(name: string): string {
   return words
     .map((word, index) => (index === 0 ? word : word.charAt(0).toUpperCase() + word.slice(1)))
     .join('');
-}
-
-/** A `oneOf` of the enabled grants' parameter schemas, told apart by `grant_type`. */
-function tokenRequestSchema(grants: readonly Grant[], schemas: SchemaRegistry): JsonSchema {
-  const mapping: Record<string, string> = {};
-  const oneOf = grants.map((grant) => {
-    const name = `${grant.type
-      .split('_')
-      .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
-      .join('')}GrantRequest`;
-    const reference = schemas.define(name, grant.parameters);
-    mapping[grant.type] = String(reference.$ref);
-    return reference;
-  });
-  if (oneOf.length === 0) return schemas.use(Type.Object({ grant_type: Type.String() }));
-  return {
-    oneOf,
-    discriminator: { propertyName: 'grant_type', mapping },
-    description:
-      'Client credentials go in the body (client_id, client_secret) or in an HTTP Basic ' +
-      'Authorization header (RFC 6749 §2.3.1).',
-  };
 }

@@ -46,6 +46,7 @@ export class SchemaRegistry {
       }
       copy[keyword] = this.#subschemas(keyword, value, `${at}/${keyword}`);
     }
+    if (copy.discriminator) copy.discriminator = withMapping(schema, copy);
     return copy;
   }
 
@@ -78,7 +79,7 @@ export class SchemaRegistry {
   }
 }
 
-/** Keywords only the request validator reads (see http/validate.ts); no schema reader knows them. */
+/** Keywords only the request validator reads (see validation.ts); no schema reader knows them. */
 const VALIDATOR_ONLY = new Set(['errorMessage']);
 
 /** Keywords whose value is one schema, a list of schemas, or schemas by name. */
@@ -150,6 +151,31 @@ const STANDARD = new Set([
   'externalDocs',
   'example',
 ]);
+
+/**
+ * An OpenAPI discriminator names, for each value of its property, the component that value
+ * selects. The mapping is read off the alternatives themselves: each `oneOf` member fixes the
+ * property with a `const` and was lifted into a component reference.
+ */
+function withMapping(schema: JsonSchema, lifted: JsonSchema): JsonSchema {
+  const discriminator = schema.discriminator as JsonSchema;
+  const property = String(discriminator.propertyName);
+  const alternatives = (schema.oneOf ?? []) as JsonSchema[];
+  const references = (lifted.oneOf ?? []) as JsonSchema[];
+  const mapping = Object.fromEntries(
+    alternatives.map((alternative, index) => {
+      const properties = (alternative.properties ?? {}) as Record<string, JsonSchema>;
+      const value = properties[property]?.const;
+      const reference = references[index]?.$ref;
+      if (typeof value !== 'string' || typeof reference !== 'string')
+        throw new Error(
+          `Every oneOf member of a discriminator on "${property}" must be a named schema fixing it`,
+        );
+      return [value, reference];
+    }),
+  );
+  return { ...discriminator, mapping };
+}
 
 /** OpenAPI component names are limited to `[A-Za-z0-9._-]`. */
 function componentName(id: string): string {

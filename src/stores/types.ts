@@ -6,8 +6,14 @@ import type { OneTimeTokenStore } from './one-time-tokens.ts';
  */
 
 export type AccountKind = 'admin' | 'user';
-export type AccountStatus = 'pending' | 'active' | 'inactive' | 'deleted';
-export type AdminRole = 'admin' | 'superuser';
+
+/** The lists the schemas, the listing and the CLI are built from; the types follow from them. */
+export const ACCOUNT_STATUSES = ['pending', 'active', 'inactive', 'deleted'] as const;
+export type AccountStatus = (typeof ACCOUNT_STATUSES)[number];
+export const ADMIN_ROLES = ['admin', 'superuser'] as const;
+export type AdminRole = (typeof ADMIN_ROLES)[number];
+export const ACCOUNT_SORT_FIELDS = ['identity', 'createdAt', 'updatedAt', 'status'] as const;
+export type AccountSortField = (typeof ACCOUNT_SORT_FIELDS)[number];
 
 export interface Account {
   id: string;
@@ -29,8 +35,6 @@ export interface Account {
 }
 
 export type AccountChanges = Partial<Omit<Account, 'id' | 'createdAt'>>;
-
-export type AccountSortField = 'identity' | 'createdAt' | 'updatedAt' | 'status';
 
 export interface AccountQuery {
   status?: AccountStatus;

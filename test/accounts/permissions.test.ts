@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { loadConfig } from '../../src/config.ts';
+import { routeTable } from '../../src/http/routes/index.ts';
+import { openApiPath } from '../../src/openapi/document.ts';
+import { readPackageInfo } from '../../src/package-info.ts';
 import type { AdminRole } from '../../src/stores/types.ts';
-import { request } from '../support/http.ts';
+import { FRONTEND_CLIENT, passwordRequest, request } from '../support/http.ts';
 import { backends, startTestServer, type TestServer } from '../support/server.ts';
 import { adminLogin, PASSWORD, storeAccount, userLogin } from './fixtures.ts';
 
@@ -14,7 +18,8 @@ interface Case {
   route: string;
   /** Builds the path (creating whatever the request acts on) for this caller. */
   path: (ctx: Context) => Promise<string> | string;
-  body?: () => unknown;
+  body?: (ctx: Context) => unknown;
+  headers?: Record<string, string>;
   /** Expected status per caller. */
   expect: Record<Caller, number>;
 }
@@ -22,9 +27,12 @@ interface Case {
 interface Context {
   newUser(status?: 'active' | 'pending'): Promise<string>;
   newAdmin(roles?: AdminRole[]): Promise<string>;
+  /** A refresh token of a fresh user's session. */
+  refreshToken(): Promise<string>;
 }
 
 const unique = () => `${randomUUID().slice(0, 8)}@example.com`;
+const REPORT_TOKEN = 'a-reporting-token-of-the-matrix';
 const HASH = 'A'.repeat(43);
 const ALL = (status: number): Record<Caller, number> => ({
   guest: status,
@@ -36,8 +44,37 @@ const USER_ONLY = (status: number) => ({ guest: 401, user: status, admin: 403, s
 const ADMINS = (status: number) => ({ guest: 401, user: 403, admin: status, superuser: status });
 const SUPERUSER_ONLY = (status: number) => ({ guest: 401, user: 403, admin: 403, superuser: status });
 
-/** Every account route, and what each kind of caller gets (docs/api.md, "Who may call what"). */
+/** Every route, and what each kind of caller gets (docs/api.md, "Who may call what"). */
 const CASES: Case[] = [
+  // Public routes outside the accounts: a caller's access token changes nothing there.
+  {
+    route: 'GET /',
+    path: () => '/',
+    expect: ALL(200),
+  },
+  {
+    route: 'POST /security/generate-token',
+    path: () => '/security/generate-token',
+    body: () => passwordRequest(),
+    expect: ALL(200),
+  },
+  {
+    route: 'POST /security/refresh-token',
+    path: () => '/security/refresh-token',
+    body: async (ctx) => ({
+      grant_type: 'refresh_token',
+      refresh_token: await ctx.refreshToken(),
+      ...FRONTEND_CLIENT,
+    }),
+    expect: ALL(200),
+  },
+  {
+    route: 'POST /error-report',
+    path: () => '/error-report',
+    headers: { 'Error-Reporting-Token': REPORT_TOKEN },
+    body: () => ({ message: 'TypeError: x is undefined' }),
+    expect: ALL(201),
+  },
   {
     route: 'POST /account/register',
     path: () => '/account/register',
@@ -186,14 +223,30 @@ const CASES: Case[] = [
   },
 ];
 
+test('every route of the route table has a case here', () => {
+  const covered = new Set(CASES.map((routeCase) => routeCase.route.split(' ').slice(0, 2).join(' ')));
+  const missing = routeTable(loadConfig({}, readPackageInfo()).grants)
+    .map((route) => `${route.method} ${openApiPath(route.path)}`)
+    .filter((route) => !covered.has(route));
+  assert.deepEqual(missing, [], 'routes without a case in the permission matrix');
+});
+
 for (const backend of backends()) {
-  describe(`who may call which account route (${backend})`, () => {
+  describe(`who may call which route (${backend})`, () => {
     let server: TestServer;
     let ctx: Context;
     before(async () => {
-      server = await startTestServer({ backend });
+      server = await startTestServer({
+        backend,
+        env: { ERROR_REPORT_TOKENS: `matrix:${REPORT_TOKEN}`, ERROR_REPORT_IP_WHITELIST: '127.0.0.1' },
+      });
       const hash = (password: string) => server.app.passwords.hash(password);
       ctx = {
+        refreshToken: async () => {
+          const identity = unique();
+          await storeAccount(server.app.stores.users, hash, { identity });
+          return (await userLogin(server.url, identity)).refresh_token;
+        },
         newUser: async (status = 'active') =>
           (await storeAccount(server.app.stores.users, hash, { identity: unique(), status })).id,
         newAdmin: async (roles = ['admin']) =>
@@ -224,7 +277,8 @@ for (const backend of backends()) {
           const path = await routeCase.path(ctx);
           const response = await request(server.url, method, path, {
             token,
-            json: routeCase.body?.(),
+            json: await routeCase.body?.(ctx),
+            headers: routeCase.headers,
           });
           assert.equal(
             response.status,

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { credentialStamp } from '../../src/oauth/credential-stamp.ts';
+import { credentialStamp } from '../../src/accounts/sessions.ts';
 import type { AccountKind } from '../../src/stores/types.ts';
 import {
   ADMIN_CLIENT,

@@ -4,9 +4,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { routeTableWithoutServices } from '../../src/cli/commands/route-list.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { AnyRoute } from '../../src/http/route.ts';
+import { routeTable } from '../../src/http/routes/index.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { BROKEN_RUNTIME, isOneLineFailure, runCli } from './run-cli.ts';
@@ -64,8 +64,8 @@ describe('cli route:list', () => {
     assert.equal(rows.find((row) => row.name === 'security::generate-token')?.deprecation, '-');
   });
 
-  test('the table without services is the table the service runs: one source of truth', () => {
-    const offline = routeTableWithoutServices(loadConfig({}, readPackageInfo()));
+  test('the table route:list reads is the table the service runs: one source of truth', () => {
+    const offline = routeTable(loadConfig({}, readPackageInfo()).grants);
     const facts = (routes: readonly AnyRoute[]) =>
       routes.map((route) => ({
         method: route.method,
@@ -78,16 +78,6 @@ describe('cli route:list', () => {
         responses: Object.keys(route.responses),
       }));
     assert.deepEqual(facts(offline), facts(server.app.routes));
-  });
-
-  test('the stand-in services refuse to be called', async () => {
-    const [route] = routeTableWithoutServices(loadConfig({}, readPackageInfo())).filter(
-      (candidate) => candidate.name === 'security::generate-token',
-    );
-    await assert.rejects(
-      async () => route?.handler({ body: {}, req: { headers: {} } } as never),
-      /was called while only listing routes/,
-    );
   });
 
   test('an invalid configuration of what it lists fails with one line naming the variable', async () => {

@@ -1,13 +1,12 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Option } from 'commander';
-import { createAccountManagement } from '../../accounts/management.ts';
-import { createPasswordHasher } from '../../accounts/password-hasher.ts';
 import { assertNewPasswordAcceptable } from '../../accounts/password-policy.ts';
 import { AdminIdentity, NewPassword, PersonName } from '../../accounts/schemas.ts';
 import { ValidationFailed } from '../../errors.ts';
-import { compileValidator, type FieldErrors } from '../../http/validate.ts';
-import { openStores } from '../../stores/open.ts';
-import type { AdminRole } from '../../stores/types.ts';
+import { OPERATOR } from '../../identity.ts';
+import { openAccountServices } from '../../services.ts';
+import { ADMIN_ROLES, type AdminRole } from '../../stores/types.ts';
+import { compileValidator, type FieldErrors } from '../../validation.ts';
 import type { RegisterCommand } from './index.ts';
 
 // The same schemas as POST /admins, so the command and the API accept the same values.
@@ -46,7 +45,7 @@ export const registerAdminCreate: RegisterCommand = (program, loadConfig) => {
     .option('--last-name <name>', 'last name')
     .addOption(
       new Option('--role <role>', 'admin, or superuser (may also create and delete admins)')
-        .choices(['admin', 'superuser'])
+        .choices(ADMIN_ROLES)
         .default('admin'),
     )
     .action(async (options: AdminCreateOptions) => {
@@ -71,20 +70,9 @@ export const registerAdminCreate: RegisterCommand = (program, loadConfig) => {
             'which this command cannot reach (use POST /admins there)',
         );
       }
-      const stores = await openStores({
-        mongodbUrl: config.mongodbUrl,
-        startupTimeoutMs: config.backendStartupTimeoutMs,
-      });
-      const passwords = createPasswordHasher({ cost: config.bcryptCost, threads: 1 });
+      const services = await openAccountServices(config);
       try {
-        const admins = createAccountManagement({
-          kind: 'admin',
-          accounts: stores.admins,
-          refreshTokens: stores.refreshTokens,
-          oneTimeTokens: stores.oneTimeTokens,
-          passwords,
-        });
-        const account = await admins.create({
+        const account = await services.accounts.admin.create(OPERATOR, {
           ...fields,
           password,
           status: 'active',
@@ -92,8 +80,8 @@ export const registerAdminCreate: RegisterCommand = (program, loadConfig) => {
         });
         console.log(account.id);
       } finally {
-        // Both hold the process open (sockets, worker threads): close them so it exits.
-        await Promise.allSettled([stores.close(), passwords.close()]);
+        // It holds the process open (sockets, worker threads): close it so the command exits.
+        await services.close();
       }
     });
 };

@@ -1,8 +1,8 @@
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { routeTable } from '../../http/routes/index.ts';
 import { buildOpenApiDocument, toYaml } from '../../openapi/document.ts';
 import type { RegisterCommand } from './index.ts';
-import { routeTableWithoutServices } from './route-list.ts';
 
 export const DEFAULT_OPENAPI_OUTPUT = 'public/openapi.yaml';
 
@@ -17,7 +17,7 @@ export const registerOpenApiGenerate: RegisterCommand = (program, _loadConfig, l
     )
     .action((options: { output: string }) => {
       const description = loadDescription();
-      const document = buildOpenApiDocument(routeTableWithoutServices(description), description);
+      const document = buildOpenApiDocument(routeTable(description.grants), description);
       const text = options.output.endsWith('.json')
         ? `${JSON.stringify(document, null, 2)}\n`
         : toYaml(document);

@@ -1,6 +1,5 @@
-import { buildRouteTable } from '../../app.ts';
-import type { Deprecation, ServiceDescription } from '../../config.ts';
-import type { AnyRoute } from '../../http/route.ts';
+import type { Deprecation } from '../../config.ts';
+import { routeTable } from '../../http/routes/index.ts';
 import type { RegisterCommand } from './index.ts';
 
 export const registerRouteList: RegisterCommand = (program, _loadConfig, loadDescription) => {
@@ -10,7 +9,7 @@ export const registerRouteList: RegisterCommand = (program, _loadConfig, loadDes
     .option('--json', 'print the list as JSON', false)
     .action((options: { json: boolean }) => {
       const description = loadDescription();
-      const rows = routeTableWithoutServices(description).map((route) => ({
+      const rows = routeTable(description.grants).map((route) => ({
         method: route.method,
         path: route.path,
         name: route.name,
@@ -45,31 +44,4 @@ function describeDeprecation(deprecation: Deprecation | undefined): string {
   if (!deprecation) return '-';
   const day = (date: Date) => date.toISOString().slice(0, 10);
   return `since ${day(deprecation.since)}, sunset ${day(deprecation.sunset)}`;
-}
-
-/**
- * The service's route table, built by the same `buildRouteTable` the service uses but with
- * services that are never called: `route:list` and `openapi:generate` read the routes' data
- * without opening a store. A route factory that called a service while building the table
- * would fail here loudly, which is the point: building the table must not do I/O.
- */
-export function routeTableWithoutServices(description: ServiceDescription): AnyRoute[] {
-  type Services = Parameters<typeof buildRouteTable>[0];
-  const services = new Proxy({} as Services, {
-    get: (_target, key) => (key === 'config' ? description : unavailable(String(key))),
-  });
-  return buildRouteTable(services);
-}
-
-/** A stand-in for a service: any property is another stand-in, any call throws. */
-function unavailable(path: string): unknown {
-  const fail = () => {
-    throw new Error(`${path} was called while only listing routes`);
-  };
-  return new Proxy(fail, {
-    get: (_target, key) =>
-      // Not a thenable, not convertible: nothing mistakes a stand-in for a value.
-      typeof key === 'symbol' || key === 'then' ? undefined : unavailable(`${path}.${key}`),
-    apply: fail,
-  });
 }

@@ -1,7 +1,6 @@
 import { InvalidArgumentError } from 'commander';
-import { createPasswordHasher } from '../../accounts/password-hasher.ts';
 import { SEED, seed } from '../../seed.ts';
-import { openStores } from '../../stores/open.ts';
+import { openAccountServices } from '../../services.ts';
 import type { RegisterCommand } from './index.ts';
 
 export const registerSeed: RegisterCommand = (program, loadConfig) => {
@@ -19,14 +18,11 @@ export const registerSeed: RegisterCommand = (program, loadConfig) => {
           'MONGODB_URL is not set: without it the service keeps accounts in memory and seeds them itself at start',
         );
       }
-      const stores = await openStores({
-        mongodbUrl: config.mongodbUrl,
-        startupTimeoutMs:
-          options.timeout === undefined ? config.backendStartupTimeoutMs : options.timeout * 1000,
+      const services = await openAccountServices(config, {
+        startupTimeoutMs: options.timeout === undefined ? undefined : options.timeout * 1000,
       });
-      const passwords = createPasswordHasher({ cost: config.bcryptCost, threads: 1 });
       try {
-        const created = await seed(stores, passwords);
+        const created = await seed(services.stores, services.passwords);
         console.log(
           created.length > 0 ? `Created ${created.join(', ')}` : 'Every seed record is already there',
         );
@@ -37,7 +33,7 @@ export const registerSeed: RegisterCommand = (program, loadConfig) => {
           );
         }
       } finally {
-        await Promise.allSettled([stores.close(), passwords.close()]);
+        await services.close();
       }
     });
 };

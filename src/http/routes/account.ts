@@ -1,10 +1,9 @@
 import { Type } from '@sinclair/typebox';
-import type { AccountFlows } from '../../accounts/account-flows.ts';
-import { viewAccount } from '../../accounts/representation.ts';
 import { ActivationBody, EmailBody, PasswordResetBody, RegisterBody } from '../../accounts/schemas.ts';
-import { HAL_JSON, halResource } from '../hal.ts';
+import { HAL_JSON } from '../hal.ts';
 import { type AnyRoute, defineRoute, type Reply } from '../route.ts';
 import { AccountSchema, LOCATION, problems } from '../schemas.ts';
+import { accountReply, createdReply } from './accounts.ts';
 
 export const MessageSchema = Type.Object({ message: Type.String() }, { $id: 'Message' });
 
@@ -23,140 +22,125 @@ export const ANSWERS = {
 
 const message = (text: string): Reply => ({ status: 200, body: { message: text } });
 
+/** A request that mails something to an address: its flow runs, and the answer is always the same. */
+function mailRequestRoute(
+  path: string,
+  name: string,
+  flow: 'resendActivation' | 'recoverIdentity' | 'requestPasswordReset',
+  summary: string,
+): AnyRoute {
+  return defineRoute({
+    method: 'POST',
+    path,
+    name,
+    summary,
+    tags: ['account'],
+    permission: 'public',
+    body: EmailBody,
+    responses: { 200: { description: 'Done', schema: MessageSchema }, ...problems(400, 413, 415, 503) },
+    async handler({ body }, { accountFlows }) {
+      await accountFlows[flow](body.email);
+      return message(ANSWERS[flow]);
+    },
+  });
+}
+
 /**
  * The self-service routes of user accounts. They are public (docs/api.md): nobody needs to
  * be signed in to use them, and a caller who is signed in may use them as well; the
  * Authorization header is not looked at.
  */
-export function accountRoutes(flows: AccountFlows): AnyRoute[] {
-  return [
-    defineRoute({
-      method: 'POST',
-      path: '/account/register',
-      name: 'account::register',
-      summary: 'Register a user account; it stays pending until the mailed activation link is used',
-      tags: ['account'],
-      permission: 'public',
-      body: RegisterBody,
-      responses: {
-        201: {
-          description: 'The pending account; Location names it',
-          schema: AccountSchema,
-          contentType: HAL_JSON,
-          headers: LOCATION,
-        },
-        ...problems(400, 409, 413, 415, 503),
+export const accountRoutes: readonly AnyRoute[] = [
+  defineRoute({
+    method: 'POST',
+    path: '/account/register',
+    name: 'account::register',
+    summary: 'Register a user account; it stays pending until the mailed activation link is used',
+    tags: ['account'],
+    permission: 'public',
+    body: RegisterBody,
+    responses: {
+      201: {
+        description: 'The pending account; Location names it',
+        schema: AccountSchema,
+        contentType: HAL_JSON,
+        headers: LOCATION,
       },
-      async handler({ body }) {
-        const account = await flows.register(body);
-        const self = `/users/${account.id}`;
-        return {
-          status: 201,
-          contentType: HAL_JSON,
-          headers: { Location: self },
-          body: halResource(viewAccount(account), self),
-        };
+      ...problems(400, 409, 413, 415, 503),
+    },
+    async handler({ body }, { accountFlows }) {
+      return createdReply(await accountFlows.register(body), 'user');
+    },
+  }),
+  mailRequestRoute(
+    '/account/activate',
+    'account::resend-activation',
+    'resendActivation',
+    'Mail a new activation link (same answer whether or not the address has a pending account)',
+  ),
+  defineRoute({
+    method: 'PATCH',
+    path: '/account/activate/:hash',
+    name: 'account::activate',
+    summary:
+      'Activate the account of a mailed activation link (single use), with the password chosen at registration',
+    tags: ['account'],
+    permission: 'public',
+    body: ActivationBody,
+    responses: {
+      200: { description: 'The activated account', schema: AccountSchema, contentType: HAL_JSON },
+      ...problems(400, 404, 413, 415, 503),
+    },
+    async handler({ params, body }, { accountFlows }) {
+      return accountReply(await accountFlows.activate(params.hash ?? '', body.password), 'user');
+    },
+  }),
+  mailRequestRoute(
+    '/account/recover-identity',
+    'account::recover-identity',
+    'recoverIdentity',
+    'Mail the identity of the account with this address (same answer whether or not there is one)',
+  ),
+  mailRequestRoute(
+    '/account/reset-password',
+    'account::request-password-reset',
+    'requestPasswordReset',
+    'Mail a password reset link (same answer whether or not the address has an active account)',
+  ),
+  defineRoute({
+    method: 'GET',
+    path: '/account/reset-password/:hash',
+    name: 'account::check-password-reset',
+    summary: 'Tell whether a password reset link can still be used',
+    tags: ['account'],
+    permission: 'public',
+    responses: {
+      200: {
+        description: 'The link is usable until expiresAt',
+        schema: Type.Object({ valid: Type.Literal(true), expiresAt: Type.String({ format: 'date-time' }) }),
       },
-    }),
-    defineRoute({
-      method: 'POST',
-      path: '/account/activate',
-      name: 'account::resend-activation',
-      summary: 'Mail a new activation link (same answer whether or not the address has a pending account)',
-      tags: ['account'],
-      permission: 'public',
-      body: EmailBody,
-      responses: { 200: { description: 'Done', schema: MessageSchema }, ...problems(400, 413, 415, 503) },
-      async handler({ body }) {
-        await flows.resendActivation(body.email);
-        return message(ANSWERS.resendActivation);
-      },
-    }),
-    defineRoute({
-      method: 'PATCH',
-      path: '/account/activate/:hash',
-      name: 'account::activate',
-      summary:
-        'Activate the account of a mailed activation link (single use), with the password chosen at registration',
-      tags: ['account'],
-      permission: 'public',
-      body: ActivationBody,
-      responses: {
-        200: { description: 'The activated account', schema: AccountSchema, contentType: HAL_JSON },
-        ...problems(400, 404, 413, 415, 503),
-      },
-      async handler({ params, body }) {
-        const account = await flows.activate(params.hash ?? '', body.password);
-        return {
-          status: 200,
-          contentType: HAL_JSON,
-          body: halResource(viewAccount(account), `/users/${account.id}`),
-        };
-      },
-    }),
-    defineRoute({
-      method: 'POST',
-      path: '/account/recover-identity',
-      name: 'account::recover-identity',
-      summary: 'Mail the identity of the account with this address (same answer whether or not there is one)',
-      tags: ['account'],
-      permission: 'public',
-      body: EmailBody,
-      responses: { 200: { description: 'Done', schema: MessageSchema }, ...problems(400, 413, 415, 503) },
-      async handler({ body }) {
-        await flows.recoverIdentity(body.email);
-        return message(ANSWERS.recoverIdentity);
-      },
-    }),
-    defineRoute({
-      method: 'POST',
-      path: '/account/reset-password',
-      name: 'account::request-password-reset',
-      summary: 'Mail a password reset link (same answer whether or not the address has an active account)',
-      tags: ['account'],
-      permission: 'public',
-      body: EmailBody,
-      responses: { 200: { description: 'Done', schema: MessageSchema }, ...problems(400, 413, 415, 503) },
-      async handler({ body }) {
-        await flows.requestPasswordReset(body.email);
-        return message(ANSWERS.requestPasswordReset);
-      },
-    }),
-    defineRoute({
-      method: 'GET',
-      path: '/account/reset-password/:hash',
-      name: 'account::check-password-reset',
-      summary: 'Tell whether a password reset link can still be used',
-      tags: ['account'],
-      permission: 'public',
-      responses: {
-        200: {
-          description: 'The link is usable until expiresAt',
-          schema: Type.Object({ valid: Type.Literal(true), expiresAt: Type.String({ format: 'date-time' }) }),
-        },
-        ...problems(404, 503),
-      },
-      async handler({ params }) {
-        const { expiresAt } = await flows.checkResetLink(params.hash ?? '');
-        return { status: 200, body: { valid: true, expiresAt: expiresAt.toISOString() } };
-      },
-    }),
-    defineRoute({
-      method: 'PATCH',
-      path: '/account/reset-password/:hash',
-      name: 'account::reset-password',
-      summary: 'Set a new password through a reset link (single use; ends every session of the account)',
-      tags: ['account'],
-      permission: 'public',
-      body: PasswordResetBody,
-      responses: {
-        200: { description: 'Password changed', schema: MessageSchema },
-        ...problems(400, 404, 413, 415, 503),
-      },
-      async handler({ params, body }) {
-        await flows.resetPassword(params.hash ?? '', body);
-        return message(ANSWERS.passwordReset);
-      },
-    }),
-  ];
-}
+      ...problems(404, 503),
+    },
+    async handler({ params }, { accountFlows }) {
+      const { expiresAt } = await accountFlows.checkResetLink(params.hash ?? '');
+      return { status: 200, body: { valid: true, expiresAt: expiresAt.toISOString() } };
+    },
+  }),
+  defineRoute({
+    method: 'PATCH',
+    path: '/account/reset-password/:hash',
+    name: 'account::reset-password',
+    summary: 'Set a new password through a reset link (single use; ends every session of the account)',
+    tags: ['account'],
+    permission: 'public',
+    body: PasswordResetBody,
+    responses: {
+      200: { description: 'Password changed', schema: MessageSchema },
+      ...problems(400, 404, 413, 415, 503),
+    },
+    async handler({ params, body }, { accountFlows }) {
+      await accountFlows.resetPassword(params.hash ?? '', body);
+      return message(ANSWERS.passwordReset);
+    },
+  }),
+];

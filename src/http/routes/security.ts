@@ -1,5 +1,7 @@
-import { Type } from '@sinclair/typebox';
-import type { TokenEndpoint } from '../../oauth/token-endpoint.ts';
+import { type TSchema, Type } from '@sinclair/typebox';
+import type { GrantType } from '../../config.ts';
+import type { Grant } from '../../oauth/grants/grant.ts';
+import { enabledGrants } from '../../oauth/token-endpoint.ts';
 import { NOT_CACHED } from '../problem.ts';
 import { type AnyRoute, defineRoute, type HeaderSpec, type ResponseSpec } from '../route.ts';
 import { problems, TokenErrorSchema, TokenResponseSchema } from '../schemas.ts';
@@ -38,22 +40,52 @@ const TOKEN_ERRORS: Record<number, ResponseSpec> = Object.fromEntries(
   ]),
 );
 
-/** Both token routes are served by the one token endpoint, which dispatches on `grant_type`. */
-export function securityRoutes(tokenEndpoint: TokenEndpoint): AnyRoute[] {
+/**
+ * The token request: one of the enabled grants' parameters, told apart by `grant_type`, as
+ * JSON or as a form. It describes the body; the token endpoint checks it (see bodyCheckedBy).
+ */
+function tokenRequestSchema(grants: readonly Grant[]): TSchema {
+  if (grants.length === 0) return Type.Object({ grant_type: Type.String() });
+  return Type.Unsafe({
+    oneOf: grants.map((grant) => grant.parameters),
+    discriminator: { propertyName: 'grant_type' },
+    description:
+      'Client credentials go in the body (client_id, client_secret) or in an HTTP Basic ' +
+      'Authorization header (RFC 6749 §2.3.1).',
+  });
+}
+
+/** `grant_type password, refresh_token or client_credentials`. */
+function grantList(grants: readonly Grant[]): string {
+  const names = grants.map((grant) => grant.type);
+  const last = names.pop();
+  if (last === undefined) return 'no grant is enabled';
+  return `grant_type ${names.length > 0 ? `${names.join(', ')} or ${last}` : last}`;
+}
+
+/**
+ * Both token routes are served by the one token endpoint, which dispatches on `grant_type`;
+ * what they accept depends on the grants the configuration enables.
+ */
+export function tokenRoutes(enabled: ReadonlySet<GrantType>): AnyRoute[] {
+  const grants = enabledGrants(enabled);
   const route = (path: string, name: string, summary: string) =>
-    defineRoute({
+    defineRoute<TSchema>({
       method: 'POST',
       path,
       name,
-      summary,
+      summary: `${summary} (${grantList(grants)})`,
       tags: ['security'],
       permission: 'public',
+      body: tokenRequestSchema(grants),
+      bodyMediaTypes: ['application/json', 'application/x-www-form-urlencoded'],
+      bodyCheckedBy: 'handler',
       errors: 'oauth',
       responses: {
         200: { description: 'Tokens issued', schema: TokenResponseSchema, headers: NOT_CACHED_HEADERS },
         ...TOKEN_ERRORS,
       },
-      handler: async ({ body, req }) => ({
+      handler: async ({ body, req }, { tokenEndpoint }) => ({
         status: 200,
         body: await tokenEndpoint(body, req.headers.authorization),
         headers: NOT_CACHED,

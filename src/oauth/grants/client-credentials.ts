@@ -2,11 +2,14 @@ import { type Static, Type } from '@sinclair/typebox';
 import { resolveScope } from '../scope.ts';
 import { clientParameters, type Grant, issueTokens, parameterValidator } from './grant.ts';
 
-const parameters = Type.Object({
-  grant_type: Type.Literal('client_credentials'),
-  ...clientParameters,
-  scope: Type.String(),
-});
+const parameters = Type.Object(
+  {
+    grant_type: Type.Literal('client_credentials'),
+    ...clientParameters,
+    scope: Type.String(),
+  },
+  { $id: 'ClientCredentialsGrantRequest' },
+);
 const validate = parameterValidator<Static<typeof parameters>>(parameters);
 
 /**
@@ -18,7 +21,7 @@ export const clientCredentialsGrant: Grant = {
   parameters,
   async handle(params, client, deps) {
     const { scope: requestedScope } = validate.check(params);
-    const scope = await resolveScope(requestedScope, deps.stores.scopes);
+    const scope = await resolveScope(requestedScope, deps.scopes);
     return issueTokens(deps, {
       subject: { kind: 'client', id: client.id },
       client,

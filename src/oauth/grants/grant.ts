@@ -1,9 +1,9 @@
 import { type TSchema, Type } from '@sinclair/typebox';
-import type { PasswordHasher } from '../../accounts/password-hasher.ts';
+import type { Sessions } from '../../accounts/sessions.ts';
 import type { GrantType } from '../../config.ts';
 import { InvalidGrant, InvalidRequest, InvalidScope } from '../../errors.ts';
-import { compileValidator, type Validator } from '../../http/validate.ts';
-import type { AccountKind, OAuthClient, Stores } from '../../stores/types.ts';
+import type { AccountKind, OAuthClient, ScopeStore } from '../../stores/types.ts';
+import { compileValidator, type Validator } from '../../validation.ts';
 import type { AccessTokenService } from '../access-token.ts';
 import type { RefreshTokenService } from '../refresh-token.ts';
 
@@ -16,8 +16,8 @@ export interface TokenResponse {
 }
 
 export interface GrantDependencies {
-  stores: Pick<Stores, 'admins' | 'users' | 'scopes'>;
-  passwords: PasswordHasher;
+  scopes: ScopeStore;
+  sessions: Sessions;
   accessTokens: AccessTokenService;
   refreshTokens: RefreshTokenService;
 }

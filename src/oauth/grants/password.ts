@@ -1,16 +1,18 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { InvalidGrant } from '../../errors.ts';
-import { credentialStamp } from '../credential-stamp.ts';
 import { resolveScope } from '../scope.ts';
 import { clientParameters, type Grant, issueTokens, parameterValidator } from './grant.ts';
 
-const parameters = Type.Object({
-  grant_type: Type.Literal('password'),
-  ...clientParameters,
-  scope: Type.String({ description: 'Space-delimited scopes; the only registered scope is `api`.' }),
-  username: Type.String({ minLength: 1, maxLength: 320 }),
-  password: Type.String({ minLength: 1, maxLength: 1024 }),
-});
+const parameters = Type.Object(
+  {
+    grant_type: Type.Literal('password'),
+    ...clientParameters,
+    scope: Type.String({ description: 'Space-delimited scopes; the only registered scope is `api`.' }),
+    username: Type.String({ minLength: 1, maxLength: 320 }),
+    password: Type.String({ minLength: 1, maxLength: 1024 }),
+  },
+  { $id: 'PasswordGrantRequest' },
+);
 const validate = parameterValidator<Static<typeof parameters>>(parameters);
 
 /**
@@ -22,20 +24,12 @@ export const passwordGrant: Grant = {
   parameters,
   async handle(params, client, deps) {
     const { username, password, scope: requestedScope } = validate.check(params);
-    const scope = await resolveScope(requestedScope, deps.stores.scopes);
-    const accounts = client.accountKind === 'admin' ? deps.stores.admins : deps.stores.users;
-    const account = await accounts.findByIdentity(username);
-    if (!account) {
-      // Spend the time a real check takes, so response times do not reveal which identities exist.
-      await deps.passwords.verifyNothing(password);
-      throw new InvalidGrant();
-    }
-    if (!(await deps.passwords.verify(password, account.passwordHash))) throw new InvalidGrant();
-    if (account.status !== 'active') throw new InvalidGrant();
+    const scope = await resolveScope(requestedScope, deps.scopes);
+    const session = await deps.sessions.start(client.accountKind, username, password);
+    if (!session) throw new InvalidGrant();
     return issueTokens(deps, {
-      subject: { kind: client.accountKind, id: account.id },
-      // The account as this login read it: should its sessions end meanwhile, these tokens die.
-      credentialStamp: credentialStamp(account),
+      subject: { kind: client.accountKind, id: session.account.id },
+      credentialStamp: session.credentialStamp,
       client,
       scope,
       withRefreshToken: true,

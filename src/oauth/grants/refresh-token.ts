@@ -1,7 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { InvalidGrant, InvalidScope } from '../../errors.ts';
 import type { OAuthClient, RefreshTokenGrant } from '../../stores/types.ts';
-import { credentialStamp } from '../credential-stamp.ts';
 import { isWithin, resolveScope } from '../scope.ts';
 import {
   clientParameters,
@@ -12,14 +11,19 @@ import {
   type TokenResponse,
 } from './grant.ts';
 
-const parameters = Type.Object({
-  grant_type: Type.Literal('refresh_token'),
-  ...clientParameters,
-  scope: Type.Optional(
-    Type.String({ description: 'Must not exceed the scope originally granted; omitted, it is that scope.' }),
-  ),
-  refresh_token: Type.String({ minLength: 1, maxLength: 512 }),
-});
+const parameters = Type.Object(
+  {
+    grant_type: Type.Literal('refresh_token'),
+    ...clientParameters,
+    scope: Type.Optional(
+      Type.String({
+        description: 'Must not exceed the scope originally granted; omitted, it is that scope.',
+      }),
+    ),
+    refresh_token: Type.String({ minLength: 1, maxLength: 512 }),
+  },
+  { $id: 'RefreshTokenGrantRequest' },
+);
 const validate = parameterValidator<Static<typeof parameters>>(parameters);
 
 /**
@@ -36,7 +40,7 @@ export const refreshTokenGrant: Grant = {
     const { refresh_token: token, scope: requestedScope } = validate.check(params);
     // RFC 6749 §6: an omitted scope means the scope originally granted.
     const requested =
-      requestedScope === undefined ? undefined : await resolveScope(requestedScope, deps.stores.scopes);
+      requestedScope === undefined ? undefined : await resolveScope(requestedScope, deps.scopes);
     const result = await deps.refreshTokens.consumeRefreshToken(token);
     if (result.outcome === 'unknown' || result.outcome === 'revoked')
       throw new InvalidGrant('Invalid refresh token');
@@ -73,11 +77,12 @@ async function rotate(
   deps: GrantDependencies,
 ): Promise<TokenResponse> {
   if (!isWithin(scope, grant.scope)) throw new InvalidScope();
-  const accounts = grant.accountKind === 'admin' ? deps.stores.admins : deps.stores.users;
-  const account = await accounts.findById(grant.subject);
-  if (account?.status !== 'active') throw new InvalidGrant('Invalid credentials');
-  // The account's sessions ended since this family's login (a new password, a deactivation, …).
-  if (grant.credentialStamp !== credentialStamp(account)) throw new InvalidGrant('Invalid credentials');
+  const account = await deps.sessions.resume(
+    grant.accountKind,
+    grant.subject,
+    grant.credentialStamp,
+    () => new InvalidGrant(),
+  );
   return issueTokens(deps, {
     subject: { kind: grant.accountKind, id: account.id },
     client,

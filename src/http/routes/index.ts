@@ -1,0 +1,23 @@
+import type { GrantType } from '../../config.ts';
+import type { AnyRoute } from '../route.ts';
+import { accountRoutes } from './account.ts';
+import { adminRoutes, userRoutes } from './accounts.ts';
+import { errorReportRoutes } from './error-report.ts';
+import { homeRoutes } from './home.ts';
+import { tokenRoutes } from './security.ts';
+
+/**
+ * The service's route table: the router, the authorization step, `route:list` and the
+ * OpenAPI generator all read it. Plain data, built from the enabled grants alone: the
+ * handlers receive their services with each request.
+ */
+export function routeTable(grants: ReadonlySet<GrantType>): AnyRoute[] {
+  return [
+    ...homeRoutes,
+    ...tokenRoutes(grants),
+    ...errorReportRoutes,
+    ...accountRoutes,
+    ...userRoutes,
+    ...adminRoutes,
+  ];
+}

@@ -1,0 +1,115 @@
+import { join } from 'node:path';
+import { createAccountFlows } from './accounts/account-flows.ts';
+import { createAccountManagement } from './accounts/management.ts';
+import { createPasswordHasher } from './accounts/password-hasher.ts';
+import { createSessions } from './accounts/sessions.ts';
+import type { Config } from './config.ts';
+import { createErrorReportReceiver } from './error-report/error-report.ts';
+import type { Services } from './http/route.ts';
+import { createMailer } from './mail/mailer.ts';
+import { type AccessTokenService, createAccessTokenService } from './oauth/access-token.ts';
+import { loadKeySet } from './oauth/keys.ts';
+import { createRefreshTokenService } from './oauth/refresh-token.ts';
+import { createTokenEndpoint } from './oauth/token-endpoint.ts';
+import { openStores } from './stores/open.ts';
+
+/**
+ * The composition root: the only place that turns configuration into stores and services.
+ * The HTTP application and the CLI commands open theirs here, so a command acts through the
+ * very services the API does. Everything below receives what it needs and never reads
+ * configuration.
+ */
+
+export interface OpenOptions {
+  log?: (message: string) => void;
+  /** Threads that hash passwords; one unless said otherwise. */
+  hashThreads?: number;
+  /** How long the backends may take to answer at start; BACKEND_STARTUP_TIMEOUT unless said otherwise. */
+  startupTimeoutMs?: number;
+}
+
+export type AccountServices = Awaited<ReturnType<typeof openAccountServices>>;
+
+/**
+ * The stores, password hashing, sessions and the account services: what the account
+ * commands of the CLI act through, and what everything else stands on.
+ */
+export async function openAccountServices(config: Config, options: OpenOptions = {}) {
+  const stores = await openStores({
+    mongodbUrl: config.mongodbUrl,
+    redisUrl: config.redisUrl,
+    startupTimeoutMs: options.startupTimeoutMs ?? config.backendStartupTimeoutMs,
+    log: options.log,
+  });
+  const passwords = createPasswordHasher({ cost: config.bcryptCost, threads: options.hashThreads ?? 1 });
+  const mailer = createMailer({
+    smtpUrl: config.smtpUrl,
+    from: config.mail.from,
+    mailDir: join(config.logDir, 'mail'),
+    onFailure: options.log,
+  });
+  const sessions = createSessions({
+    accounts: { admin: stores.admins, user: stores.users },
+    refreshTokens: stores.refreshTokens,
+    passwords,
+  });
+  const common = { sessions, oneTimeTokens: stores.oneTimeTokens, passwords };
+  return {
+    stores,
+    passwords,
+    sessions,
+    accountFlows: createAccountFlows({
+      ...common,
+      users: stores.users,
+      mailer,
+      appName: config.appName,
+      appUrl: config.appUrl,
+      activationTtl: config.mail.activationTtl,
+      resetTtl: config.mail.resetTtl,
+    }),
+    accounts: {
+      user: createAccountManagement({ ...common, kind: 'user', accounts: stores.users }),
+      admin: createAccountManagement({ ...common, kind: 'admin', accounts: stores.admins }),
+    },
+    /** Closes the stores, the hashing threads and the mail transport; each holds the process open. */
+    async close(): Promise<void> {
+      await Promise.allSettled([stores.close(), passwords.close(), mailer.close()]);
+    },
+  };
+}
+
+/** What the HTTP application needs: what it hands its handlers, and the access tokens authentication verifies. */
+export type ApplicationServices = AccountServices & Services & { accessTokens: AccessTokenService };
+
+/** Everything the HTTP application hands its handlers, on top of the account services. */
+export async function openServices(config: Config, options: OpenOptions = {}): Promise<ApplicationServices> {
+  const keys = loadKeySet(config.keysDir);
+  // Before the stores open: a malformed whitelist entry stops the start without leaving connections.
+  const errorReports = createErrorReportReceiver({ ...config.errorReport, logDir: config.logDir });
+  const base = await openAccountServices(config, options);
+  const accessTokens = createAccessTokenService({
+    keys,
+    algorithm: config.accessTokenAlg,
+    issuer: config.appUrl,
+    audience: config.appUrl,
+    ttlSeconds: config.accessTokenTtl,
+  });
+  const refreshTokens = createRefreshTokenService({
+    store: base.stores.refreshTokens,
+    encryptionKey: keys.encryptionKey,
+    ttlSeconds: config.refreshTokenTtl,
+  });
+  return {
+    ...base,
+    about: { name: config.appName, version: config.appVersion },
+    accessTokens,
+    errorReports,
+    tokenEndpoint: createTokenEndpoint(config.grants, {
+      clients: base.stores.clients,
+      scopes: base.stores.scopes,
+      sessions: base.sessions,
+      accessTokens,
+      refreshTokens,
+    }),
+  };
+}
