@@ -353,7 +353,8 @@ export const SETTINGS = {
   },
   KEYS_DIR: {
     section: 'files',
-    meaning: 'Directory of the key files `private.key`, `public.key` and `encryption.key`.',
+    meaning:
+      'Directory of the key ring: the signing keys of access tokens and the HMAC keys of refresh tokens.',
     default: 'keys',
     value: text('a directory path'),
   },
