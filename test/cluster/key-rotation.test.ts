@@ -18,6 +18,7 @@ import {
   uniqueName,
   withDatabase,
 } from '../support/backends.ts';
+import { eventually } from '../support/eventually.ts';
 import { decodeJwtPart } from '../support/http.ts';
 import {
   passwordGrant,
@@ -93,14 +94,6 @@ describe('key rotation across workers and nodes', { skip }, () => {
     assert.equal(result.code, 0, result.stderr);
     return result.stdout;
   };
-
-  async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
-    const deadline = Date.now() + 15_000;
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error(`${what}: not within 15 s`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
 
   test('a token from before keys:rotate works everywhere after it; new tokens carry the new kid; keys:retire refuses the old', async () => {
     const pids = nodes.map((node) => [node.pid, ...node.workerPids()]);

@@ -10,17 +10,9 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { openKeyRing } from '../../src/oauth/key-ring.ts';
 import { generateKeyFiles, retireKeys, rotateKeys } from '../../src/oauth/keys.ts';
+import { eventually } from '../support/eventually.ts';
 import { decodeJwtPart, FRONTEND_CLIENT, passwordGrant, request, SEEDED_USER } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-
-/** Polls `check` until it holds, for at most `timeoutMs`. */
-async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describe('the key ring of a process', () => {
   test('follows rotation and retirement of the directory without being reopened', async () => {
@@ -31,13 +23,13 @@ describe('the key ring of a process', () => {
       const first = ring.signingKey();
       const firstRefresh = ring.refreshTokenKeys.current();
       const rotated = await rotateKeys(dir);
-      await eventually(() => ring.signingKey().kid === rotated.signing[0].kid);
+      await eventually(() => ring.signingKey().kid === rotated.signing[0].kid, 'the new key signs');
       assert.equal(ring.refreshTokenKeys.current().id, rotated.encryption[0].id);
       assert.ok(ring.verificationKey(first.kid), 'the earlier key still verifies');
       assert.deepEqual(ring.refreshTokenKeys.byId(firstRefresh.id), firstRefresh.key);
 
       await retireKeys(dir, { kind: 'all' });
-      await eventually(() => ring.verificationKey(first.kid) === undefined);
+      await eventually(() => ring.verificationKey(first.kid) === undefined, 'the retired key is gone');
       assert.equal(ring.refreshTokenKeys.byId(firstRefresh.id), undefined);
       assert.equal(ring.signingKey().kid, rotated.signing[0].kid);
       assert.equal(ring.verificationKey('unknown'), undefined);
@@ -54,7 +46,7 @@ describe('the key ring of a process', () => {
     try {
       const { kid } = ring.signingKey();
       writeFileSync(join(dir, 'keyring-2.json'), '{"signing": [');
-      await eventually(() => messages.length > 0);
+      await eventually(() => messages.length > 0, 'the unreadable generation is reported');
       await new Promise((resolve) => setTimeout(resolve, 100));
       assert.equal(messages.length, 1, messages.join('\n'));
       assert.match(messages[0] ?? '', /keyring-2\.json is not valid JSON/);
@@ -88,12 +80,12 @@ describe('access tokens across a rotation (one process)', () => {
     await eventually(async () => {
       fresh = await issue();
       return decodeJwtPart(fresh, 0).kid === newKid;
-    });
+    }, 'new tokens carry the new kid');
     assert.equal((await read(old)).status, 200);
     assert.equal((await read(fresh)).status, 200);
 
     await retireKeys(server.keysDir, { kind: 'all' });
-    await eventually(async () => (await read(old)).status === 401);
+    await eventually(async () => (await read(old)).status === 401, 'the retired key is refused');
     const refused = await read(old);
     assert.equal(refused.body.error, 'invalid_token');
     assert.match(String(refused.body.detail), /signing key is not trusted/);
