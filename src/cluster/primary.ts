@@ -17,8 +17,9 @@ type Logger = ReturnType<typeof createProcessLogger>;
 
 /**
  * The primary process: makes sure the key ring exists before any worker starts (nodes
- * starting at once on a shared directory write exactly one between them), forks the workers, replaces a worker that dies (with a
- * growing delay, giving up if they crash in a loop), and on SIGTERM/SIGINT lets the workers
+ * starting at once on a shared directory write exactly one between them), forks the
+ * workers, replaces a worker that dies (with a growing delay, giving up if they crash in a
+ * loop), and on SIGTERM/SIGINT lets the workers
  * finish their requests, close their backend connections and exit, then exits 0.
  *
  * A worker that fails to start while the service is starting stops the whole service with
@@ -29,7 +30,7 @@ type Logger = ReturnType<typeof createProcessLogger>;
 export async function runPrimary(config: Config): Promise<void> {
   const log = createProcessLogger(config.appName);
   await assertPortFree(config.port, config.host);
-  if (await ensureKeyFiles(config.keysDir)) log.info(`Generated new key files in ${config.keysDir}`);
+  if (await ensureKeyFiles(config.keysDir)) log.info(`Generated a new key ring in ${config.keysDir}`);
   // A ring that cannot be read stops the start here, rather than in every worker.
   await readKeyRing(config.keysDir);
   if (!config.mongodbUrl || !config.redisUrl) {

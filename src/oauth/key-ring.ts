@@ -14,8 +14,6 @@ export interface RefreshTokenKeys {
 /** The keys in force in this process, following KEYS_DIR as it changes. */
 export interface KeyRing extends AccessTokenKeys {
   readonly refreshTokenKeys: RefreshTokenKeys;
-  /** The generation in force (0: the three files of earlier versions). */
-  generation(): number;
   /** Stops following the directory. */
   close(): void;
 }
@@ -66,7 +64,6 @@ export async function openKeyRing(
       current: () => keys.encryption,
       byId: (id) => keys.encryptionById.get(id),
     },
-    generation: () => keys.generation,
     close: () => clearInterval(timer),
   };
 }
