@@ -5,11 +5,14 @@
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# npm install, not npm ci: the lock file lacks Biome's binaries for other platforms (the
-# registry it was made against does not carry them), which npm ci refuses; install honours it.
+# Exactly the lock file's packages (npm ci fails when package.json and the lock disagree).
+# The lock carries Biome's binaries for glibc Linux only (the registry it was made against
+# lacks the other platforms'), and npm ci refuses a lock that misses any optional package of
+# a dependency; the image never lints, so Biome is dropped from package.json here first.
 # No install scripts: the only one is the optional `node` package's, which fetches the Node.js
 # the project pins for machines without it; this image has its own.
-RUN npm install --ignore-scripts --no-audit --no-fund
+RUN npm pkg delete 'devDependencies[@biomejs/biome]' \
+ && npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
 # A type error fails the image build rather than a running container.
@@ -23,9 +26,11 @@ ENV NODE_ENV=production \
     LOG_DIR=/app/log
 WORKDIR /app
 COPY package.json package-lock.json ./
-# The optional `node` package stays an empty shell without its install script: the base
-# image's Node.js runs the service.
-RUN npm install --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+# As above, production packages only. The optional `node` package stays an empty shell
+# without its install script: the base image's Node.js runs the service.
+RUN npm pkg delete 'devDependencies[@biomejs/biome]' \
+ && npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+ && npm cache clean --force
 COPY --from=build /app/src ./src
 # What `npm start` and `npm run cli` run first; the entry point below runs node directly.
 COPY scripts/check-node.cjs ./scripts/

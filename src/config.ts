@@ -144,9 +144,9 @@ export const SETTINGS = {
     unset: 'one per CPU; always 1 unless both `MONGODB_URL` and `REDIS_URL` are set',
     notes:
       'Memory stores cannot be shared between processes, so without both backends one worker runs ' +
-      'and the start says so. Each worker gets CPU count ÷ `WORKERS` bcrypt threads.',
+      'and the start says so. Each worker gets CPU count ÷ `WORKERS` bcrypt threads. ' +
+      '`docker-compose.yml` sets it to `APP_CPUS`, the CPU limit of each app container.',
     example: '2',
-    envFile: 'commented',
     value: integer(1, 256),
   },
   APP_NAME: {
@@ -292,7 +292,10 @@ export const SETTINGS = {
     section: 'http',
     meaning: 'Largest accepted request body; a larger one is refused with 413.',
     default: '1mb',
-    notes: 'Keep it in step with `client_max_body_size` in nginx/templates/default.conf.template.',
+    notes:
+      'With `docker-compose.yml` set it in `.env`: compose hands the same value to nginx, whose ' +
+      '`client_max_body_size` follows it (nginx/entrypoint/10-body-limit.envsh). Behind another proxy, ' +
+      'keep that proxy’s limit in step.',
     envFile: 'commented',
     value: byteSize(),
   },
@@ -350,7 +353,8 @@ export const SETTINGS = {
   },
   KEYS_DIR: {
     section: 'files',
-    meaning: 'Directory of the key files `private.key`, `public.key` and `encryption.key`.',
+    meaning:
+      'Directory of the key ring: the signing keys of access tokens and the HMAC keys of refresh tokens.',
     default: 'keys',
     value: text('a directory path'),
   },

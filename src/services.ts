@@ -8,7 +8,7 @@ import { createErrorReportReceiver } from './error-report/error-report.ts';
 import type { Services } from './http/route.ts';
 import { createMailer } from './mail/mailer.ts';
 import { type AccessTokenService, createAccessTokenService } from './oauth/access-token.ts';
-import { loadKeySet } from './oauth/keys.ts';
+import { openKeyRing } from './oauth/key-ring.ts';
 import { createRefreshTokenService } from './oauth/refresh-token.ts';
 import { createTokenEndpoint } from './oauth/token-endpoint.ts';
 import { openStores } from './stores/open.ts';
@@ -83,12 +83,16 @@ export type ApplicationServices = AccountServices & Services & { accessTokens: A
 
 /** Everything the HTTP application hands its handlers, on top of the account services. */
 export async function openServices(config: Config, options: OpenOptions = {}): Promise<ApplicationServices> {
-  const keys = loadKeySet(config.keysDir);
-  // Before the stores open: a malformed whitelist entry stops the start without leaving connections.
+  // Before the stores open: a malformed whitelist entry or key ring stops the start without
+  // leaving connections.
   const errorReports = createErrorReportReceiver({ ...config.errorReport, logDir: config.logDir });
-  const base = await openAccountServices(config, options);
+  const keyRing = await openKeyRing(config.keysDir, { log: options.log });
+  const base = await openAccountServices(config, options).catch((error: unknown) => {
+    keyRing.close();
+    throw error;
+  });
   const accessTokens = createAccessTokenService({
-    keys,
+    keys: keyRing,
     algorithm: config.accessTokenAlg,
     issuer: config.appUrl,
     audience: config.appUrl,
@@ -96,11 +100,17 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   });
   const refreshTokens = createRefreshTokenService({
     store: base.stores.refreshTokens,
-    encryptionKey: keys.encryptionKey,
+    // Until the refresh-token service takes RefreshTokenKeys, it digests under the key that
+    // was current when this process started; keyRing.refreshTokenKeys is what it will take.
+    encryptionKey: keyRing.refreshTokenKeys.current().key,
     ttlSeconds: config.refreshTokenTtl,
   });
   return {
     ...base,
+    async close() {
+      keyRing.close();
+      await base.close();
+    },
     about: { name: config.appName, version: config.appVersion },
     accessTokens,
     errorReports,

@@ -2,7 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { createServer } from 'node:net';
 import type { Config } from '../config.ts';
 import { createProcessLogger } from '../logging/error-log.ts';
-import { ensureKeyFiles, loadKeySet } from '../oauth/keys.ts';
+import { ensureKeyFiles, readKeyRing } from '../oauth/keys.ts';
 
 /** A worker that dies this many times within CRASH_WINDOW_MS means something is broken for good. */
 export const MAX_CRASHES = 5;
@@ -10,17 +10,16 @@ export const CRASH_WINDOW_MS = 60_000;
 /** Delay before replacing a dead worker: doubles with each recent crash, up to the cap. */
 const RESTART_DELAY_MS = 100;
 const RESTART_DELAY_CAP_MS = 5_000;
-/** How long a starting primary waits for another node that is writing the shared key files. */
-const KEY_WAIT_MS = 15_000;
 /** After the workers' own grace period, how long the primary waits before it kills them. */
 const SHUTDOWN_BACKSTOP_MS = 5_000;
 
 type Logger = ReturnType<typeof createProcessLogger>;
 
 /**
- * The primary process: makes sure the key files exist before any worker starts (so no two
- * processes ever generate them), forks the workers, replaces a worker that dies (with a
- * growing delay, giving up if they crash in a loop), and on SIGTERM/SIGINT lets the workers
+ * The primary process: makes sure the key ring exists before any worker starts (nodes
+ * starting at once on a shared directory write exactly one between them), forks the
+ * workers, replaces a worker that dies (with a growing delay, giving up if they crash in a
+ * loop), and on SIGTERM/SIGINT lets the workers
  * finish their requests, close their backend connections and exit, then exits 0.
  *
  * A worker that fails to start while the service is starting stops the whole service with
@@ -31,7 +30,9 @@ type Logger = ReturnType<typeof createProcessLogger>;
 export async function runPrimary(config: Config): Promise<void> {
   const log = createProcessLogger(config.appName);
   await assertPortFree(config.port, config.host);
-  if (await prepareKeyFiles(config.keysDir)) log.info(`Generated new key files in ${config.keysDir}`);
+  if (await ensureKeyFiles(config.keysDir)) log.info(`Generated a new key ring in ${config.keysDir}`);
+  // A ring that cannot be read stops the start here, rather than in every worker.
+  await readKeyRing(config.keysDir);
   if (!config.mongodbUrl || !config.redisUrl) {
     log.info(
       'Embedded stores in use (MONGODB_URL or REDIS_URL unset): running 1 worker, since memory cannot be shared',
@@ -46,19 +47,6 @@ export async function runPrimary(config: Config): Promise<void> {
   }
   log.info(`Starting ${config.workers} worker(s) on http://${config.host}:${config.port}`);
   supervisor.start();
-}
-
-/**
- * Generates the key files unless they exist, then checks the set is complete and matches.
- * Several nodes may start at once on one shared key directory (e.g. `--scale app=3` over a
- * volume): exactly one wins the hard-link race and writes the set, and the others wait here
- * until it is complete rather than read a half-written set.
- */
-async function prepareKeyFiles(dir: string): Promise<boolean> {
-  // ensureKeyFiles waits for another node's set to be complete; loading checks it is sound.
-  const generated = await ensureKeyFiles(dir, KEY_WAIT_MS);
-  loadKeySet(dir);
-  return generated;
 }
 
 /**

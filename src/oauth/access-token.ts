@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
+import { type KeyObject, randomUUID } from 'node:crypto';
 import { errors, jwtVerify, SignJWT } from 'jose';
 import type { SigningAlgorithm } from '../config.ts';
 import { InvalidToken } from '../errors.ts';
 import type { AccountKind } from '../stores/types.ts';
-import type { KeySet } from './keys.ts';
 
 /** How many verified access tokens a process remembers (about 1 KB each). */
 const VERIFIED_TOKENS_KEPT = 10_000;
@@ -27,6 +26,13 @@ export interface IssuedAccessToken {
   expiresIn: number;
 }
 
+/** The signing keys: one signs, and every key still trusted verifies the tokens carrying its `kid`. */
+export interface AccessTokenKeys {
+  signingKey(): { privateKey: KeyObject; kid: string };
+  /** The public key of a trusted `kid`; undefined for a retired or unknown one. */
+  verificationKey(kid: string): KeyObject | undefined;
+}
+
 export interface AccessTokenService {
   issueAccessToken(claims: AccessTokenClaims): Promise<IssuedAccessToken>;
   /** Throws InvalidToken with the reason when the token is not one of ours or has expired. */
@@ -34,7 +40,7 @@ export interface AccessTokenService {
 }
 
 export function createAccessTokenService(options: {
-  keys: KeySet;
+  keys: AccessTokenKeys;
   algorithm: SigningAlgorithm;
   issuer: string;
   audience: string;
@@ -45,26 +51,28 @@ export function createAccessTokenService(options: {
    * Tokens that verified, by their exact text, until they expire. A client presents the same
    * access token on every request for a day, and checking its RSA signature again each time
    * was the largest cost of an authenticated request. The result for the same string cannot
-   * change while the keys stay the same (they are loaded once per process); expiry is still
-   * checked on every use. Bounded: the oldest entry goes first.
+   * change while its key is trusted (a `kid` is the thumbprint of one key), so each use checks
+   * that the key has not been retired since, and that the token has not expired. Bounded: the
+   * oldest entry goes first.
    */
-  const verified = new Map<string, { claims: AccessTokenClaims; expiresAtMs: number }>();
+  const verified = new Map<string, { claims: AccessTokenClaims; kid: string; expiresAtMs: number }>();
 
   async function issueAccessToken(claims: AccessTokenClaims): Promise<IssuedAccessToken> {
+    const { privateKey, kid } = keys.signingKey();
     const token = await new SignJWT({
       client_id: claims.clientId,
       scope: claims.scope,
       kind: claims.subject.kind,
       ...(claims.credentialStamp === undefined ? {} : { cst: claims.credentialStamp }),
     })
-      .setProtectedHeader({ alg: algorithm, typ: ACCESS_TOKEN_TYPE, kid: keys.keyId })
+      .setProtectedHeader({ alg: algorithm, typ: ACCESS_TOKEN_TYPE, kid })
       .setIssuer(issuer)
       .setAudience(audience)
       .setSubject(claims.subject.id)
       .setJti(randomUUID())
       .setIssuedAt()
       .setExpirationTime(`${ttlSeconds}s`)
-      .sign(keys.privateKey);
+      .sign(privateKey);
     return { token, expiresIn: ttlSeconds };
   }
 
@@ -72,22 +80,33 @@ export function createAccessTokenService(options: {
     const known = verified.get(token);
     if (known) {
       // jose's rule without clock tolerance: expired once the current second reaches `exp`.
-      if (Date.now() < known.expiresAtMs) return known.claims;
+      if (Date.now() < known.expiresAtMs && keys.verificationKey(known.kid)) return known.claims;
       verified.delete(token);
-      throw new InvalidToken('Token has expired');
+      throw new InvalidToken(Date.now() < known.expiresAtMs ? UNKNOWN_KEY : 'Token has expired');
     }
     let payload: Record<string, unknown>;
+    let kid = '';
     try {
-      // RFC 8725 §3.1: the algorithm is pinned, never taken from the token's header.
-      ({ payload } = await jwtVerify(token, keys.publicKey, {
-        algorithms: [algorithm],
-        issuer,
-        audience,
-        typ: ACCESS_TOKEN_TYPE,
-        requiredClaims: ['sub', 'exp', 'iat', 'jti', 'client_id'],
-      }));
+      // RFC 8725 §3.1: the algorithm is pinned, never taken from the token's header. The
+      // `kid` only selects among our own trusted keys (§3.10): an unknown one is refused.
+      ({ payload } = await jwtVerify(
+        token,
+        (header) => {
+          kid = header.kid ?? '';
+          const key = keys.verificationKey(kid);
+          if (!key) throw new InvalidToken(UNKNOWN_KEY);
+          return key;
+        },
+        {
+          algorithms: [algorithm],
+          issuer,
+          audience,
+          typ: ACCESS_TOKEN_TYPE,
+          requiredClaims: ['sub', 'exp', 'iat', 'jti', 'client_id'],
+        },
+      ));
     } catch (error) {
-      throw new InvalidToken(reasonFor(error));
+      throw error instanceof InvalidToken ? error : new InvalidToken(reasonFor(error));
     }
     const { sub, client_id: clientId, scope, kind, exp, cst } = payload;
     if (
@@ -108,13 +127,15 @@ export function createAccessTokenService(options: {
     });
     if (typeof exp === 'number') {
       if (verified.size >= VERIFIED_TOKENS_KEPT) verified.delete(verified.keys().next().value ?? '');
-      verified.set(token, { claims, expiresAtMs: exp * 1000 });
+      verified.set(token, { claims, kid, expiresAtMs: exp * 1000 });
     }
     return claims;
   }
 
   return { issueAccessToken, verifyAccessToken };
 }
+
+const UNKNOWN_KEY = 'Token signing key is not trusted';
 
 function isSubjectKind(value: unknown): value is TokenSubject['kind'] {
   return value === 'admin' || value === 'user' || value === 'client';

@@ -125,9 +125,9 @@ describe('starting and supervising', () => {
     const keysDir = join(await tempDir('race-'), 'keys');
     // Embedded stores: each node is self-contained; only the key directory is shared.
     const nodes = await Promise.all(Array.from({ length: 3 }, () => startNode({ KEYS_DIR: keysDir })));
-    assert.deepEqual(readdirSync(keysDir).sort(), ['encryption.key', 'private.key', 'public.key']);
+    assert.deepEqual(readdirSync(keysDir), ['keyring-1.json']);
     const generated = nodes.filter((node) =>
-      node.records().some((record) => String(record.msg).startsWith('Generated new key files')),
+      node.records().some((record) => String(record.msg).startsWith('Generated a new key ring')),
     );
     assert.equal(generated.length, 1, 'exactly one node generated the keys');
     const keyIds = await Promise.all(

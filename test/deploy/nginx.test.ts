@@ -1,17 +1,19 @@
 /**
  * The project's nginx configuration (nginx/templates/default.conf.template), rendered the way
  * the official image does and run by a real nginx on free loopback ports in front of the
- * service: HTTPS with a certificate from ops/make-cert.sh, HTTP redirected, and the client
- * address handed to the app by nginx, never by the client.
+ * service: HTTPS with a certificate from ops/make-cert.sh, HTTP redirected, the client
+ * address handed to the app by nginx, never by the client, and bodies limited to BODY_LIMIT.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+import { readPackageInfo } from '../../src/package-info.ts';
 import { freePort } from '../support/backends.ts';
 import { decodeJwtPart, FRONTEND_CLIENT, SEEDED_USER } from '../support/http.ts';
 import {
@@ -30,6 +32,73 @@ if (skip) console.log(`# nginx tests skipped: ${skip}`);
 
 const REPORT_TOKEN = 'nginx-test-token-0123456789abcdef';
 const TEMPLATE = join(REPO_ROOT, 'nginx/templates/default.conf.template');
+const BODY_LIMIT_SCRIPT = join(REPO_ROOT, 'nginx/entrypoint/10-body-limit.envsh');
+
+/**
+ * What the nginx image's entrypoint exports after sourcing the project's script with this
+ * BODY_LIMIT: NGINX_CLIENT_MAX_BODY_SIZE, or the script's complaint when it stops the start.
+ */
+function clientMaxBodySize(bodyLimit: string | undefined): { size: string } | { refused: string } {
+  const result = spawnSync(
+    'sh',
+    ['-c', `. "${BODY_LIMIT_SCRIPT}" && printf %s "$NGINX_CLIENT_MAX_BODY_SIZE"`],
+    {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '', ...(bodyLimit === undefined ? {} : { BODY_LIMIT: bodyLimit }) },
+    },
+  );
+  return result.status === 0 ? { size: result.stdout } : { refused: result.stderr.trim() };
+}
+
+/** nginx's reading of a size (ngx_parse_offset): bytes, or k, m, g. */
+function nginxBytes(size: string): number {
+  const match = /^(\d+)([kmg]?)$/.exec(size);
+  assert.ok(match, `nginx size ${size}`);
+  return Number(match[1]) * 1024 ** ['', 'k', 'm', 'g'].indexOf(match[2] ?? '');
+}
+
+describe('client_max_body_size follows BODY_LIMIT', () => {
+  test('the entrypoint script gives nginx the very limit the app enforces, and refuses what the app refuses', () => {
+    const values = [
+      '1',
+      '512',
+      '512b',
+      '100kb',
+      '100KB',
+      '1mb',
+      ' 1 mb ',
+      '2Mb',
+      '1gb',
+      '0',
+      '0kb',
+      '1.5mb',
+      '1tb',
+      'huge',
+      '-1',
+    ];
+    for (const value of values) {
+      let appBytes: number | undefined;
+      try {
+        appBytes = loadConfig({ BODY_LIMIT: value }, readPackageInfo()).bodyLimit;
+      } catch (error) {
+        assert.ok(error instanceof ConfigError, String(error));
+      }
+      const nginx = clientMaxBodySize(value);
+      if (appBytes === undefined) {
+        assert.ok('refused' in nginx, `${value}: the app refuses it, so must nginx`);
+        assert.match(nginx.refused, /BODY_LIMIT must be a size/);
+      } else {
+        assert.ok('size' in nginx, `${value}: ${'refused' in nginx ? nginx.refused : ''}`);
+        assert.equal(nginxBytes(nginx.size), appBytes, value);
+      }
+    }
+  });
+
+  test('unset, it is the app default of 1 MB', () => {
+    assert.deepEqual(clientMaxBodySize(undefined), { size: '1m' });
+    assert.equal(loadConfig({}, readPackageInfo()).bodyLimit, nginxBytes('1m'));
+  });
+});
 
 let root: string;
 let ca: string;
@@ -41,12 +110,15 @@ interface Front {
 }
 
 /** Renders the project's template for an upstream and runs nginx on two free ports with it. */
-async function startFront(name: string, upstream: string): Promise<Front> {
+async function startFront(name: string, upstream: string, bodyLimit = '1mb'): Promise<Front> {
   if ('reason' in nginx) throw new Error(nginx.reason);
   const prefix = join(root, name);
   await mkdir(prefix, { recursive: true });
   const [httpPort, httpsPort] = [await freePort(), await freePort()];
+  const bodySize = clientMaxBodySize(bodyLimit);
+  if (!('size' in bodySize)) throw new Error(bodySize.refused);
   const site = renderTemplate(await readFile(TEMPLATE, 'utf8'), {
+    NGINX_CLIENT_MAX_BODY_SIZE: bodySize.size,
     NGINX_SERVER_NAME: 'localhost',
     NGINX_HTTP_PORT: `127.0.0.1:${httpPort}`,
     NGINX_HTTPS_PORT: `127.0.0.1:${httpsPort}`,
@@ -90,6 +162,8 @@ describe('nginx in front of the service', { skip }, () => {
   /** An upstream that records the headers nginx sends and the connections it opens. */
   let echo: Server;
   let echoFront: Front;
+  /** The echo upstream behind nginx with BODY_LIMIT=2kb. */
+  let smallBodies: Front;
   const seen: IncomingHttpHeaders[] = [];
   let echoConnections = 0;
 
@@ -111,11 +185,13 @@ describe('nginx in front of the service', { skip }, () => {
     });
     echo.on('connection', () => echoConnections++);
     await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
-    echoFront = await startFront('echo', `127.0.0.1:${(echo.address() as AddressInfo).port}`);
+    const echoUpstream = `127.0.0.1:${(echo.address() as AddressInfo).port}`;
+    echoFront = await startFront('echo', echoUpstream);
+    smallBodies = await startFront('small', echoUpstream, '2kb');
   });
 
   after(async () => {
-    await Promise.all([front?.process.stop(), echoFront?.process.stop()]);
+    await Promise.all([front?.process.stop(), echoFront?.process.stop(), smallBodies?.process.stop()]);
     await app?.close();
     echo?.closeAllConnections();
     await new Promise((resolve) => echo?.close(resolve));
@@ -178,6 +254,18 @@ describe('nginx in front of the service', { skip }, () => {
       headers: { 'Content-Type': 'application/json' },
     });
     assert.equal(response.status, 413);
+  });
+
+  test('with BODY_LIMIT=2kb nginx passes a body of 2048 bytes and refuses one of 2049 with 413', async () => {
+    const post = (size: number) =>
+      send(`${smallBodies.https}/anything`, {
+        ca,
+        method: 'POST',
+        body: Buffer.alloc(size, 'a'),
+        headers: { 'Content-Type': 'application/octet-stream' },
+      });
+    assert.equal((await post(2048)).status, 200);
+    assert.equal((await post(2049)).status, 413);
   });
 
   test('X-Forwarded-For is overwritten with the client address and Client-IP is removed', async () => {

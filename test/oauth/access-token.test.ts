@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { createHmac, generateKeyPairSync } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { SignJWT } from 'jose';
+import { readKeyRing, thumbprint } from '../../src/oauth/keys.ts';
 import { decodeJwtPart, FRONTEND_CLIENT, passwordGrant, request, SEEDED_USER } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -35,12 +34,22 @@ describe('access tokens on a protected route', () => {
     assert.equal((await read(token)).status, 200);
   });
 
-  test('a token signed with another key is refused', async () => {
+  test('a token signed with another key under our kid is refused', async () => {
     const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     const forged = await new SignJWT(claims)
-      .setProtectedHeader({ alg: 'RS256', typ: 'at+jwt' })
+      .setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid: String(decodeJwtPart(token, 0).kid) })
       .sign(privateKey);
     assertInvalidToken(await read(forged), /signature/);
+  });
+
+  test('a token without a kid, or with one that is not ours, is refused', async () => {
+    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    for (const header of [{}, { kid: thumbprint(publicKey) }, { kid: '../../etc/passwd' }]) {
+      const foreign = await new SignJWT(claims)
+        .setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', ...header })
+        .sign(privateKey);
+      assertInvalidToken(await read(foreign), /signing key is not trusted/);
+    }
   });
 
   test('alg none is refused', async () => {
@@ -49,18 +58,18 @@ describe('access tokens on a protected route', () => {
   });
 
   test('HS256 signed with the public key as the secret is refused', async () => {
-    const publicPem = readFileSync(join(server.keysDir, 'public.key'));
-    const input = `${base64url({ alg: 'HS256', typ: 'at+jwt' })}.${base64url(claims)}`;
+    const [current] = (await readKeyRing(server.keysDir)).signing;
+    const publicPem = current.publicKey.export({ type: 'spki', format: 'pem' });
+    const input = `${base64url({ alg: 'HS256', typ: 'at+jwt', kid: current.kid })}.${base64url(claims)}`;
     const signature = createHmac('sha256', publicPem).update(input).digest('base64url');
     assertInvalidToken(await read(`${input}.${signature}`), /algorithm/);
   });
 
   test('a token with another typ is refused', async () => {
-    const privateKey = readFileSync(join(server.keysDir, 'private.key'), 'utf8');
-    const { createPrivateKey } = await import('node:crypto');
+    const [current] = (await readKeyRing(server.keysDir)).signing;
     const jwt = await new SignJWT(claims)
-      .setProtectedHeader({ alg: 'RS256', typ: 'JWT' })
-      .sign(createPrivateKey(privateKey));
+      .setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: current.kid })
+      .sign(current.privateKey);
     assertInvalidToken(await read(jwt), /typ/);
   });
 

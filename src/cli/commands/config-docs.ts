@@ -74,7 +74,8 @@ export function configurationDocument(): string {
     [
       'In the Docker Compose deployment the app containers read `.env.example` (generated from the',
       'same table), then `.env`. `docker-compose.yml` sets `HOST`, `PORT`, `KEYS_DIR` and `LOG_DIR`',
-      'itself, and points `MONGODB_URL` and `REDIS_URL` at its own services unless `.env` names others.',
+      'itself, `WORKERS` to `APP_CPUS` and `BODY_LIMIT` from `.env` (nginx gets the same), and points',
+      '`MONGODB_URL` and `REDIS_URL` at its own services unless `.env` names others.',
     ].join('\n'),
     [
       ...sections.map(([section, title]) =>
@@ -212,7 +213,9 @@ export function envExample(): string {
       '# from the table of settings in src/config.ts.',
     ].join('\n'),
     ...blocks,
-    '# --- docker-compose.yml ---',
-    '# Host name nginx answers to (docker compose reads it from .env, not from this file).\n# NGINX_SERVER_NAME=localhost',
+    '# --- docker-compose.yml (docker compose reads these from .env, not from this file) ---',
+    '# Host name nginx answers to.\n# NGINX_SERVER_NAME=localhost',
+    '# CPUs of each app container, which also runs that many workers (WORKERS), and its memory.\n# APP_CPUS=2\n# APP_MEMORY=1g',
+    '# Memory Redis may use; when it is full, new sessions get 503 and none is evicted.\n# REDIS_MAXMEMORY=256mb',
   ].join('\n\n')}\n`;
 }

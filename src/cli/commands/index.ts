@@ -1,8 +1,12 @@
 import type { Command } from 'commander';
 import type { Config, ServiceDescription } from '../../config.ts';
 import { registerAdminCreate } from './admin-create.ts';
+import { registerBackendsCheck } from './backends-check.ts';
 import { registerConfigDocs } from './config-docs.ts';
 import { registerKeysGenerate } from './keys-generate.ts';
+import { registerKeysList } from './keys-list.ts';
+import { registerKeysRetire } from './keys-retire.ts';
+import { registerKeysRotate } from './keys-rotate.ts';
 import { registerOpenApiGenerate } from './openapi-generate.ts';
 import { registerRouteList } from './route-list.ts';
 import { registerSeed } from './seed.ts';
@@ -20,8 +24,12 @@ export type RegisterCommand = (
 
 export const COMMANDS: readonly RegisterCommand[] = [
   registerKeysGenerate,
+  registerKeysRotate,
+  registerKeysRetire,
+  registerKeysList,
   registerAdminCreate,
   registerSeed,
+  registerBackendsCheck,
   registerTokenGenerate,
   registerRouteList,
   registerOpenApiGenerate,

@@ -1,21 +1,24 @@
-import { generateKeyFiles } from '../../oauth/keys.ts';
+import { generateKeyFiles, readKeyRing } from '../../oauth/keys.ts';
 import type { RegisterCommand } from './index.ts';
+import { printRing } from './keys-list.ts';
 
 export const registerKeysGenerate: RegisterCommand = (program, loadConfig) => {
   program
     .command('keys:generate')
-    .description('Write a new RSA key pair and refresh-token encryption key to KEYS_DIR')
+    .description('Write a new key ring (a signing key and a refresh-token key) to KEYS_DIR')
     .option(
       '--force',
-      'replace existing key files (invalidates every issued access and refresh token)',
+      'replace every existing key at once (invalidates every issued access and refresh token)',
       false,
     )
     .option('--dir <dir>', 'write to this directory instead of KEYS_DIR')
     .action(async (options: { force: boolean; dir?: string }) => {
       const dir = options.dir ?? loadConfig().keysDir;
       await generateKeyFiles(dir, { force: options.force });
-      console.log(`Wrote private.key, public.key and encryption.key to ${dir}`);
+      printRing(await readKeyRing(dir));
       if (options.force)
-        console.log('Every access and refresh token issued with the old keys is now invalid.');
+        console.log(
+          'Every access and refresh token issued with the old keys is now invalid (to keep them valid, use keys:rotate).',
+        );
     });
 };

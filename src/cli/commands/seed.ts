@@ -1,6 +1,6 @@
-import { InvalidArgumentError } from 'commander';
 import { SEED, seed } from '../../seed.ts';
 import { openAccountServices } from '../../services.ts';
+import { seconds } from '../options.ts';
 import type { RegisterCommand } from './index.ts';
 
 export const registerSeed: RegisterCommand = (program, loadConfig) => {
@@ -37,9 +37,3 @@ export const registerSeed: RegisterCommand = (program, loadConfig) => {
       }
     });
 };
-
-function seconds(value: string): number {
-  if (!/^\d+$/.test(value) || Number(value) < 1)
-    throw new InvalidArgumentError('must be a whole number of seconds (1 or more)');
-  return Number(value);
-}

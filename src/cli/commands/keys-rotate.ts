@@ -1,0 +1,18 @@
+import { rotateKeys } from '../../oauth/keys.ts';
+import type { RegisterCommand } from './index.ts';
+import { printRing } from './keys-list.ts';
+
+export const registerKeysRotate: RegisterCommand = (program, loadConfig) => {
+  program
+    .command('keys:rotate')
+    .description(
+      'Add a new signing key and refresh-token key that are used from now on; the earlier keys ' +
+        'keep verifying the tokens made with them until keys:retire',
+    )
+    .option('--dir <dir>', 'change this directory instead of KEYS_DIR')
+    .action(async (options: { dir?: string }) => {
+      const ring = await rotateKeys(options.dir ?? loadConfig().keysDir);
+      printRing(ring);
+      console.log('Nobody is signed out. Once the earlier tokens have expired, run keys:retire.');
+    });
+};

@@ -1,0 +1,82 @@
+import type { KeyObject } from 'node:crypto';
+import type { AccessTokenKeys } from './access-token.ts';
+import { type KeyRingState, newestGeneration, readKeyRing } from './keys.ts';
+
+/**
+ * The refresh-token HMAC keys: the current one digests new tokens, every other one still
+ * verifies the tokens made under it until it is retired.
+ */
+export interface RefreshTokenKeys {
+  current(): { id: string; key: Buffer };
+  byId(id: string): Buffer | undefined;
+}
+
+/** The keys in force in this process, following KEYS_DIR as it changes. */
+export interface KeyRing extends AccessTokenKeys {
+  readonly refreshTokenKeys: RefreshTokenKeys;
+  /** Stops following the directory. */
+  close(): void;
+}
+
+/** How often each process looks for a newer generation of the ring. */
+export const KEY_RING_RELOAD_MS = 2_000;
+
+/**
+ * Reads the ring in force, then polls the directory for a newer generation and switches to
+ * it: every worker of every node follows `keys:rotate` and `keys:retire` within a couple of
+ * seconds, without a restart or a signal. Polling rather than fs.watch: watching is unreliable
+ * on network and overlay volumes, and a poll is one directory listing. A generation that cannot
+ * be read is reported and the keys in force are kept.
+ */
+export async function openKeyRing(
+  dir: string,
+  options: { log?: (message: string) => void; reloadMs?: number } = {},
+): Promise<KeyRing> {
+  const log = options.log ?? (() => {});
+  let keys = indexed(await readKeyRing(dir));
+  let checking = false;
+  let failing = false;
+
+  const timer = setInterval(async () => {
+    if (checking) return;
+    checking = true;
+    try {
+      if ((await newestGeneration(dir)) === keys.generation) return;
+      keys = indexed(await readKeyRing(dir));
+      failing = false;
+      log(`Key ring generation ${keys.generation} in force (signing key ${keys.signing.kid})`);
+    } catch (error) {
+      if (!failing)
+        log(
+          `Key ring in ${dir} unreadable, keeping generation ${keys.generation}: ${(error as Error).message}`,
+        );
+      failing = true;
+    } finally {
+      checking = false;
+    }
+  }, options.reloadMs ?? KEY_RING_RELOAD_MS);
+  timer.unref();
+
+  return {
+    signingKey: () => keys.signing,
+    verificationKey: (kid) => keys.verification.get(kid),
+    refreshTokenKeys: {
+      current: () => keys.encryption,
+      byId: (id) => keys.encryptionById.get(id),
+    },
+    close: () => clearInterval(timer),
+  };
+}
+
+/** A generation, arranged for lookups by id. */
+function indexed(ring: KeyRingState) {
+  const [signing] = ring.signing;
+  const [encryption] = ring.encryption;
+  return {
+    generation: ring.generation,
+    signing: { privateKey: signing.privateKey, kid: signing.kid },
+    verification: new Map<string, KeyObject>(ring.signing.map((key) => [key.kid, key.publicKey])),
+    encryption: { id: encryption.id, key: encryption.key },
+    encryptionById: new Map<string, Buffer>(ring.encryption.map((key) => [key.id, key.key])),
+  };
+}

@@ -1,0 +1,93 @@
+/**
+ * A running process follows the key ring in KEYS_DIR: after keys:rotate it signs with the new
+ * key and still accepts tokens of the earlier one; after keys:retire it refuses them, also
+ * those it had already verified and remembers.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { openKeyRing } from '../../src/oauth/key-ring.ts';
+import { generateKeyFiles, retireKeys, rotateKeys } from '../../src/oauth/keys.ts';
+import { eventually } from '../support/eventually.ts';
+import { decodeJwtPart, FRONTEND_CLIENT, passwordGrant, request, SEEDED_USER } from '../support/http.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+describe('the key ring of a process', () => {
+  test('follows rotation and retirement of the directory without being reopened', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ring-'));
+    await generateKeyFiles(dir, { force: false });
+    const ring = await openKeyRing(dir, { reloadMs: 20 });
+    try {
+      const first = ring.signingKey();
+      const firstRefresh = ring.refreshTokenKeys.current();
+      const rotated = await rotateKeys(dir);
+      await eventually(() => ring.signingKey().kid === rotated.signing[0].kid, 'the new key signs');
+      assert.equal(ring.refreshTokenKeys.current().id, rotated.encryption[0].id);
+      assert.ok(ring.verificationKey(first.kid), 'the earlier key still verifies');
+      assert.deepEqual(ring.refreshTokenKeys.byId(firstRefresh.id), firstRefresh.key);
+
+      await retireKeys(dir, { kind: 'all' });
+      await eventually(() => ring.verificationKey(first.kid) === undefined, 'the retired key is gone');
+      assert.equal(ring.refreshTokenKeys.byId(firstRefresh.id), undefined);
+      assert.equal(ring.signingKey().kid, rotated.signing[0].kid);
+      assert.equal(ring.verificationKey('unknown'), undefined);
+    } finally {
+      ring.close();
+    }
+  });
+
+  test('keeps the keys in force, and says so once, when a newer generation cannot be read', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ring-'));
+    await generateKeyFiles(dir, { force: false });
+    const messages: string[] = [];
+    const ring = await openKeyRing(dir, { reloadMs: 20, log: (message) => messages.push(message) });
+    try {
+      const { kid } = ring.signingKey();
+      writeFileSync(join(dir, 'keyring-2.json'), '{"signing": [');
+      await eventually(() => messages.length > 0, 'the unreadable generation is reported');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(messages.length, 1, messages.join('\n'));
+      assert.match(messages[0] ?? '', /keyring-2\.json is not valid JSON/);
+      assert.equal(ring.signingKey().kid, kid);
+    } finally {
+      ring.close();
+    }
+  });
+});
+
+describe('access tokens across a rotation (one process)', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer();
+  });
+  after(() => server.close());
+
+  const read = (token: string) =>
+    request(server.url, 'GET', `/users/${decodeJwtPart(token, 1).sub}`, { token });
+  const issue = async () => (await passwordGrant(server.url, FRONTEND_CLIENT, SEEDED_USER)).access_token;
+
+  test('old tokens keep working after keys:rotate, new ones carry the new kid, keys:retire refuses the old', async () => {
+    const old = await issue();
+    assert.equal((await read(old)).status, 200, 'verified once, so the process remembers it');
+    const rotated = await rotateKeys(server.keysDir);
+    const newKid = rotated.signing[0].kid;
+    assert.notEqual(decodeJwtPart(old, 0).kid, newKid);
+
+    let fresh = '';
+    await eventually(async () => {
+      fresh = await issue();
+      return decodeJwtPart(fresh, 0).kid === newKid;
+    }, 'new tokens carry the new kid');
+    assert.equal((await read(old)).status, 200);
+    assert.equal((await read(fresh)).status, 200);
+
+    await retireKeys(server.keysDir, { kind: 'all' });
+    await eventually(async () => (await read(old)).status === 401, 'the retired key is refused');
+    const refused = await read(old);
+    assert.equal(refused.body.error, 'invalid_token');
+    assert.match(String(refused.body.detail), /signing key is not trusted/);
+    assert.equal((await read(fresh)).status, 200);
+  });
+});
