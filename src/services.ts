@@ -8,6 +8,9 @@ import { createErrorReportReceiver } from './error-report/error-report.ts';
 import type { Services } from './http/route.ts';
 import { createMailer } from './mail/mailer.ts';
 import { type AccessTokenService, createAccessTokenService } from './oauth/access-token.ts';
+import { createAuthorizationEndpoint } from './oauth/authorization.ts';
+import { createAuthorizationCodeService } from './oauth/authorization-code.ts';
+import { createClientManagement } from './oauth/client-management.ts';
 import { loadKeySet } from './oauth/keys.ts';
 import { createRefreshTokenService } from './oauth/refresh-token.ts';
 import { createTokenEndpoint } from './oauth/token-endpoint.ts';
@@ -71,6 +74,7 @@ export async function openAccountServices(config: Config, options: OpenOptions =
       user: createAccountManagement({ ...common, kind: 'user', accounts: stores.users }),
       admin: createAccountManagement({ ...common, kind: 'admin', accounts: stores.admins }),
     },
+    oauthClients: createClientManagement({ clients: stores.clients }),
     /** Closes the stores, the hashing threads and the mail transport; each holds the process open. */
     async close(): Promise<void> {
       await Promise.allSettled([stores.close(), passwords.close(), mailer.close()]);
@@ -99,6 +103,10 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     encryptionKey: keys.encryptionKey,
     ttlSeconds: config.refreshTokenTtl,
   });
+  const authorizationCodes = createAuthorizationCodeService({
+    store: base.stores.authorizations,
+    ttlSeconds: config.authorizationCodeTtl,
+  });
   return {
     ...base,
     about: { name: config.appName, version: config.appVersion },
@@ -110,6 +118,15 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
       sessions: base.sessions,
       accessTokens,
       refreshTokens,
+      authorizationCodes,
+    }),
+    authorization: createAuthorizationEndpoint({
+      clients: base.stores.clients,
+      scopes: base.stores.scopes,
+      sessions: base.sessions,
+      store: base.stores.authorizations,
+      codes: authorizationCodes,
+      issuer: config.appUrl,
     }),
   };
 }

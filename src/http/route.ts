@@ -4,6 +4,8 @@ import type { AccountFlows } from '../accounts/account-flows.ts';
 import type { AccountManagement } from '../accounts/management.ts';
 import type { ErrorReportReceiver } from '../error-report/error-report.ts';
 import type { Identity, Role } from '../identity.ts';
+import type { AuthorizationEndpoint } from '../oauth/authorization.ts';
+import type { ClientManagement } from '../oauth/client-management.ts';
 import type { TokenEndpoint } from '../oauth/token-endpoint.ts';
 import type { AccountKind } from '../stores/types.ts';
 import type { ErrorFormat } from './problem.ts';
@@ -34,6 +36,9 @@ export interface Services {
   errorReports: ErrorReportReceiver;
   accountFlows: AccountFlows;
   accounts: Readonly<Record<AccountKind, AccountManagement>>;
+  oauthClients: ClientManagement;
+  /** The authorization endpoint and its sign-in form. */
+  authorization: AuthorizationEndpoint;
 }
 
 export interface Reply {
