@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { Config, ServiceDescription } from '../../config.ts';
 import { registerAdminCreate } from './admin-create.ts';
+import { registerClientCommands } from './client.ts';
 import { registerConfigDocs } from './config-docs.ts';
 import { registerKeysGenerate } from './keys-generate.ts';
 import { registerOpenApiGenerate } from './openapi-generate.ts';
@@ -21,6 +22,7 @@ export type RegisterCommand = (
 export const COMMANDS: readonly RegisterCommand[] = [
   registerKeysGenerate,
   registerAdminCreate,
+  registerClientCommands,
   registerSeed,
   registerTokenGenerate,
   registerRouteList,
