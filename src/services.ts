@@ -13,6 +13,7 @@ import { createAuthorizationCodeService } from './oauth/authorization-code.ts';
 import { createClientManagement } from './oauth/client-management.ts';
 import { loadKeySet } from './oauth/keys.ts';
 import { createRefreshTokenService } from './oauth/refresh-token.ts';
+import { createRequestSealer } from './oauth/sealed-request.ts';
 import { createTokenEndpoint } from './oauth/token-endpoint.ts';
 import { openStores } from './stores/open.ts';
 
@@ -82,6 +83,9 @@ export async function openAccountServices(config: Config, options: OpenOptions =
   };
 }
 
+/** How long a sign-in form stays usable: time enough to type a password. */
+const SIGN_IN_FORM_TTL_SECONDS = 600;
+
 /** What the HTTP application needs: what it hands its handlers, and the access tokens authentication verifies. */
 export type ApplicationServices = AccountServices & Services & { accessTokens: AccessTokenService };
 
@@ -124,6 +128,10 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
       clients: base.stores.clients,
       scopes: base.stores.scopes,
       sessions: base.sessions,
+      sealer: createRequestSealer({
+        encryptionKey: keys.encryptionKey,
+        ttlSeconds: SIGN_IN_FORM_TTL_SECONDS,
+      }),
       store: base.stores.authorizations,
       codes: authorizationCodes,
       issuer: config.appUrl,

@@ -6,19 +6,18 @@ import {
   UnauthorizedClient,
   UnsupportedResponseType,
 } from '../errors.ts';
-import { digestOneTimeSecret, isOneTimeSecretShaped, newOneTimeSecret } from '../one-time-secrets.ts';
 import type {
   AccountKind,
   AuthorizationStore,
   ClientStore,
   OAuthClient,
-  PendingAuthorization,
   ScopeStore,
 } from '../stores/types.ts';
 import type { AuthorizationCodeService } from './authorization-code.ts';
 import { CODE_CHALLENGE } from './pkce.ts';
 import { isRegisteredRedirectUri, withResponseParameters } from './redirect-uri.ts';
 import { resolveScope } from './scope.ts';
+import type { AuthorizationRequest, RequestSealer } from './sealed-request.ts';
 
 /**
  * The authorization endpoint (RFC 6749 §4.1.1, §4.1.2) for first-party apps: it checks the
@@ -27,14 +26,11 @@ import { resolveScope } from './scope.ts';
  * sign-in session: each authorization asks for the password again.
  */
 
-/** How long a sign-in form stays usable: time enough to type a password. */
-export const SIGN_IN_FORM_TTL_SECONDS = 600;
-
 /** What the sign-in page shows, and the one-time value its form sends back. */
 export interface SignInForm {
   /**
-   * The anti-CSRF value: names the authorization request kept on the server, and is usable
-   * once. A form posted without one that is current signs nobody in.
+   * The anti-CSRF value: the authorization request the service checked, sealed, usable once.
+   * A form posted without one that is current signs nobody in.
    */
   csrfToken: string;
   clientName: string;
@@ -64,25 +60,23 @@ export function createAuthorizationEndpoint(deps: {
   clients: ClientStore;
   scopes: ScopeStore;
   sessions: Pick<Sessions, 'start'>;
-  store: Pick<AuthorizationStore, 'savePending' | 'takePending'>;
+  sealer: RequestSealer;
+  store: Pick<AuthorizationStore, 'useOnce'>;
   codes: Pick<AuthorizationCodeService, 'issueCode'>;
   /** RFC 9207: `iss` of every authorization response. */
   issuer: string;
   now?: () => number;
 }) {
-  const { clients, scopes, sessions, store, codes, issuer } = deps;
-  const now = deps.now ?? Date.now;
+  const { clients, scopes, sessions, sealer, store, codes, issuer } = deps;
 
-  /** Keeps the request and gives the form that continues it. */
-  async function signInForm(
+  /** The form that continues the request, with a new one-time value. */
+  function signInForm(
     client: OAuthClient,
-    request: Omit<PendingAuthorization, 'expiresAt'>,
+    request: AuthorizationRequest,
     refused?: { error: string; username: string },
-  ): Promise<AuthorizationStep> {
-    const { secret, digest } = newOneTimeSecret();
-    await store.savePending(digest, { ...request, expiresAt: now() + SIGN_IN_FORM_TTL_SECONDS * 1000 });
+  ): AuthorizationStep {
     const form: SignInForm = {
-      csrfToken: secret,
+      csrfToken: sealer.seal(request),
       clientName: client.name,
       accountKind: client.accountKind,
       redirectOrigin: new URL(request.redirectUri).origin,
@@ -113,19 +107,14 @@ export function createAuthorizationEndpoint(deps: {
           'The redirect_uri is not registered for this application, so the sign-in cannot send you back to it',
         );
       const state = once(query, 'state');
+      let checked: { scope: string; codeChallenge: string };
       try {
-        const { scope, codeChallenge } = await checkRequest(client, query);
-        return await signInForm(client, {
-          clientName: client.name,
-          redirectUri,
-          scope,
-          state,
-          codeChallenge,
-        });
+        checked = await checkRequest(client, query);
       } catch (error) {
         if (!(error instanceof Problem) || error.oauthError === undefined) throw error;
         return redirect(redirectUri, { error: error.oauthError, error_description: error.detail, state });
       }
+      return signInForm(client, { clientName: client.name, redirectUri, state, ...checked });
     },
 
     /**
@@ -135,14 +124,12 @@ export function createAuthorizationEndpoint(deps: {
      * the same request.
      */
     async signIn(attempt: SignInAttempt): Promise<AuthorizationStep> {
-      const request = isOneTimeSecretShaped(attempt.csrfToken)
-        ? await store.takePending(digestOneTimeSecret(attempt.csrfToken))
-        : null;
-      if (!request)
+      const sealed = sealer.open(attempt.csrfToken);
+      if (!sealed || !(await store.useOnce(sealed.id, sealed.expiresAt)))
         throw new InvalidAuthorizationRequest(
           'This sign-in form has expired or was already used. Go back to the application and sign in again.',
         );
-      const { expiresAt: _, ...kept } = request;
+      const { id: _id, expiresAt: _expiresAt, ...request } = sealed;
       // The client may have been changed or deleted while the form was open.
       const client = await clients.findByName(request.clientName);
       if (
@@ -152,7 +139,7 @@ export function createAuthorizationEndpoint(deps: {
         throw new InvalidAuthorizationRequest('The application no longer accepts this sign-in');
       const session = await sessions.start(client.accountKind, attempt.username, attempt.password);
       if (!session)
-        return signInForm(client, kept, { error: 'Invalid credentials', username: attempt.username });
+        return signInForm(client, request, { error: 'Invalid credentials', username: attempt.username });
       const code = await codes.issueCode({
         clientId: client.id,
         redirectUri: request.redirectUri,

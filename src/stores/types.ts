@@ -180,25 +180,6 @@ export interface RefreshTokenStore {
   revokeSubject(accountKind: AccountKind, subject: string): Promise<void>;
 }
 
-/**
- * An authorization request (RFC 6749 §4.1.1) the service checked and keeps while the person
- * signs in. The sign-in form carries a one-time value naming it; only the value's digest is
- * the key.
- */
-export interface PendingAuthorization {
-  /** The client's name: it is looked up again at sign-in, and the code bound to its `id` then. */
-  clientName: string;
-  /** As the request gave it: a loopback URI may differ from the registered one in its port. */
-  redirectUri: string;
-  scope: string;
-  /** Handed back to the client untouched; null when the request had none. */
-  state: string | null;
-  /** RFC 7636, method S256. */
-  codeChallenge: string;
-  /** Epoch milliseconds. */
-  expiresAt: number;
-}
-
 /** What an authorization code stands for. The code itself is never stored, only its digest. */
 export interface AuthorizationCodeGrant {
   clientId: string;
@@ -219,13 +200,15 @@ export interface AuthorizationCodeGrant {
 }
 
 /**
- * The short-lived state of the authorization code flow: the requests of sign-in forms, then
- * the codes. Each record lives until its `expiresAt`; nothing of it needs to outlive that.
+ * The short-lived state of the authorization code flow: the sign-in forms used, then the
+ * codes. Each record lives until its `expiresAt`; nothing of it needs to outlive that.
  */
 export interface AuthorizationStore {
-  savePending(digest: string, request: PendingAuthorization): Promise<void>;
-  /** Returns the request and forgets it, atomically: of concurrent calls one gets it. */
-  takePending(digest: string): Promise<PendingAuthorization | null>;
+  /**
+   * Remembers a sign-in form's one-time value as used until it expires: true the first
+   * time, false ever after (atomically: of concurrent calls with one id, one gets true).
+   */
+  useOnce(id: string, expiresAt: number): Promise<boolean>;
   saveCode(digest: string, grant: AuthorizationCodeGrant): Promise<void>;
   /** The grant of a code that has not expired, whether it was used or not. */
   findCode(digest: string): Promise<AuthorizationCodeGrant | null>;

@@ -382,7 +382,7 @@ for (const backend of backends())
         assert.ok(code);
       });
 
-      test('a form without its one-time value, or with one used already, signs nobody in', async () => {
+      test('a form without its one-time value, with one changed, or with one used already, signs nobody in', async () => {
         assertRefusedOnThePage(await postSignIn(server.url, { ...user }), /invalid/i);
         assertRefusedOnThePage(
           await postSignIn(server.url, { csrf_token: 'A'.repeat(43), ...user }),
@@ -390,6 +390,16 @@ for (const backend of backends())
         );
         const page = await openAuthorization(server.url, authorizationQuery(spa.name, pkce().challenge));
         const value = csrfTokenOf(page.html);
+        // The value carries the request, sealed: changed, it is refused.
+        const [payload = '', seal = ''] = value.split('.');
+        const request = JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<string, unknown>;
+        const forged = Buffer.from(
+          JSON.stringify({ ...request, redirectUri: 'https://evil.example/' }),
+        ).toString('base64url');
+        for (const tampered of [`${forged}.${seal}`, `${payload}.${'A'.repeat(43)}`, `${payload}x.${seal}`]) {
+          const refused = await postSignIn(server.url, { csrf_token: tampered, ...user });
+          assertRefusedOnThePage(refused, /expired or was already used/);
+        }
         assert.equal((await postSignIn(server.url, { csrf_token: value, ...user })).status, 303);
         const replayed = await postSignIn(server.url, { csrf_token: value, ...user });
         assertRefusedOnThePage(replayed, /expired or was already used/);

@@ -103,6 +103,7 @@ for (const backend of backends())
     /** Accounts and tokens the cases use; filled in before the cases run. */
     const given = {
       spa: '',
+      signInForm: '',
       superuser: '',
       superuserId: '',
       admin: '',
@@ -189,8 +190,9 @@ for (const backend of backends())
           ),
       },
       'security::sign-in': {
-        // A well-formed value that names no request: the handler looks it up.
-        reach: () => call('POST /security/authorize', { form: { csrf_token: UNKNOWN_HASH, ...SEEDED_USER } }),
+        // A form of the sign-in page, never posted while the stores work: each post uses it up.
+        reach: () =>
+          call('POST /security/authorize', { form: { csrf_token: given.signInForm, ...SEEDED_USER } }),
         303: async () => {
           const page = await send(server.url, {
             method: 'GET',
@@ -460,6 +462,11 @@ for (const backend of backends())
         await adminLogin(server.url, SEEDED_ADMIN.username, SEEDED_ADMIN.password)
       ).access_token;
       given.spa = (await registerClient(server.url, given.superuser, { ...publicClient, name: 'spa' })).name;
+      const page = await send(server.url, {
+        method: 'GET',
+        path: `/security/authorize?${authorizationQuery(given.spa, pkce().challenge)}`,
+      });
+      given.signInForm = csrfTokenOf(page.text);
       given.superuserId = String((await server.app.stores.admins.findByIdentity(SEEDED_ADMIN.username))?.id);
       const admin = await newAdmin();
       given.adminId = admin.id;

@@ -1,5 +1,5 @@
 /**
- * The AuthorizationStore contract (sign-in forms' requests and authorization codes), run
+ * The AuthorizationStore contract (used sign-in form values and authorization codes), run
  * against the memory store always and against Redis when REDIS_URL is set.
  */
 import assert from 'node:assert/strict';
@@ -9,11 +9,7 @@ import { Redis } from 'ioredis';
 import { digestOneTimeSecret, newOneTimeSecret } from '../../src/one-time-secrets.ts';
 import { MemoryAuthorizationStore } from '../../src/stores/memory/authorizations.ts';
 import { RedisAuthorizationStore } from '../../src/stores/redis/authorizations.ts';
-import type {
-  AuthorizationCodeGrant,
-  AuthorizationStore,
-  PendingAuthorization,
-} from '../../src/stores/types.ts';
+import type { AuthorizationCodeGrant, AuthorizationStore } from '../../src/stores/types.ts';
 import { uniqueName } from '../support/backends.ts';
 
 interface Harness {
@@ -25,18 +21,6 @@ interface Harness {
 }
 
 const digest = () => newOneTimeSecret().digest;
-
-function pending(overrides: Partial<PendingAuthorization> = {}): PendingAuthorization {
-  return {
-    clientName: 'spa',
-    redirectUri: 'https://app.example.test/callback',
-    scope: 'api',
-    state: 'xyz',
-    codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
-    expiresAt: Date.now() + 60_000,
-    ...overrides,
-  };
-}
 
 function code(overrides: Partial<AuthorizationCodeGrant> = {}): AuthorizationCodeGrant {
   return {
@@ -62,27 +46,17 @@ function authorizationContract(open: () => Promise<Harness>): void {
     await h?.close();
   });
 
-  test("a sign-in form's request is taken once, exactly as saved", async () => {
-    const d = digest();
-    const request = pending({ state: null });
-    await h.store.savePending(d, request);
-    assert.deepEqual(await h.store.takePending(d), request);
-    assert.equal(await h.store.takePending(d), null);
-    assert.equal(await h.store.takePending(digest()), null);
+  test('a one-time value is used once', async () => {
+    const id = randomUUID();
+    assert.equal(await h.store.useOnce(id, h.now() + 60_000), true);
+    assert.equal(await h.store.useOnce(id, h.now() + 60_000), false);
+    assert.equal(await h.store.useOnce(randomUUID(), h.now() + 60_000), true);
   });
 
-  test('of 20 concurrent takes of one request exactly one gets it', async () => {
-    const d = digest();
-    await h.store.savePending(d, pending());
-    const taken = await Promise.all(Array.from({ length: 20 }, () => h.store.takePending(d)));
-    assert.equal(taken.filter((request) => request !== null).length, 1);
-  });
-
-  test('an expired request is not taken', async () => {
-    const d = digest();
-    await h.store.savePending(d, pending({ expiresAt: h.now() + 1000 }));
-    h.advance(1000);
-    assert.equal(await h.store.takePending(d), null);
+  test('of 20 concurrent uses of one value exactly one succeeds', async () => {
+    const id = randomUUID();
+    const uses = await Promise.all(Array.from({ length: 20 }, () => h.store.useOnce(id, h.now() + 60_000)));
+    assert.equal(uses.filter(Boolean).length, 1);
   });
 
   test('a code is found until it expires, consumed once, and reused every time after', async () => {
@@ -121,12 +95,11 @@ function authorizationContract(open: () => Promise<Harness>): void {
     assert.equal(await h.store.wasReused(d), true);
   });
 
-  test('requests and codes are apart: a digest of one is not the other', async () => {
+  test('used values and codes are apart: one id of each', async () => {
     const d = digest();
-    await h.store.savePending(d, pending());
+    assert.equal(await h.store.useOnce(d, h.now() + 60_000), true);
     assert.equal(await h.store.findCode(d), null);
     assert.equal(await h.store.consumeCode(d), 'unknown');
-    assert.ok(await h.store.takePending(d));
   });
 }
 
@@ -184,14 +157,14 @@ describe('AuthorizationStore: Redis', {
     };
   });
 
-  test('every key is under the prefix, named by a digest only, and expires with its record', async () => {
+  test('every key is under the prefix, a code named by its digest only, and expires with its record', async () => {
     const store = new RedisAuthorizationStore(redis, { prefix });
     const { secret, digest: d } = newOneTimeSecret();
     assert.equal(d, digestOneTimeSecret(secret));
-    await store.savePending(d, pending({ expiresAt: Date.now() + 30_000 }));
+    await store.useOnce(d, Date.now() + 30_000);
     await store.saveCode(d, code({ expiresAt: Date.now() + 30_000 }));
     const keys = (await redis.keys(`${prefix}*${d}`)).sort();
-    assert.deepEqual(keys, [`${prefix}c:${d}`, `${prefix}p:${d}`]);
+    assert.deepEqual(keys, [`${prefix}c:${d}`, `${prefix}u:${d}`]);
     for (const key of keys) {
       const ttl = await redis.pttl(key);
       assert.ok(ttl > 0 && ttl <= 30_000, `${key} expires (pttl ${ttl})`);

@@ -1,4 +1,4 @@
-import type { AuthorizationCodeGrant, AuthorizationStore, PendingAuthorization } from '../types.ts';
+import type { AuthorizationCodeGrant, AuthorizationStore } from '../types.ts';
 
 interface StoredCode {
   grant: AuthorizationCodeGrant;
@@ -11,7 +11,8 @@ interface StoredCode {
  * done its work, so on Node's single thread each one is atomic.
  */
 export class MemoryAuthorizationStore implements AuthorizationStore {
-  readonly #pending = new Map<string, PendingAuthorization>();
+  /** Used sign-in form values: id -> expiry (ms). */
+  readonly #used = new Map<string, number>();
   readonly #codes = new Map<string, StoredCode>();
   readonly #now: () => number;
 
@@ -19,15 +20,12 @@ export class MemoryAuthorizationStore implements AuthorizationStore {
     this.#now = now;
   }
 
-  async savePending(digest: string, request: PendingAuthorization): Promise<void> {
+  async useOnce(id: string, expiresAt: number): Promise<boolean> {
     this.#sweep();
-    this.#pending.set(digest, { ...request });
-  }
-
-  async takePending(digest: string): Promise<PendingAuthorization | null> {
-    const request = this.#pending.get(digest);
-    this.#pending.delete(digest);
-    return request && request.expiresAt > this.#now() ? { ...request } : null;
+    const until = this.#used.get(id);
+    if (until !== undefined && until > this.#now()) return false;
+    this.#used.set(id, expiresAt);
+    return true;
   }
 
   async saveCode(digest: string, grant: AuthorizationCodeGrant): Promise<void> {
@@ -67,9 +65,9 @@ export class MemoryAuthorizationStore implements AuthorizationStore {
    */
   #sweep(): void {
     const now = this.#now();
-    for (const [digest, request] of this.#pending) {
-      if (request.expiresAt > now) break;
-      this.#pending.delete(digest);
+    for (const [id, until] of this.#used) {
+      if (until > now) break;
+      this.#used.delete(id);
     }
     for (const [digest, code] of this.#codes) {
       if (code.grant.expiresAt > now) break;

@@ -1,11 +1,11 @@
 import type { Redis } from 'ioredis';
-import type { AuthorizationCodeGrant, AuthorizationStore, PendingAuthorization } from '../types.ts';
+import type { AuthorizationCodeGrant, AuthorizationStore } from '../types.ts';
 import { runScript, script } from './scripts.ts';
 
 /**
  * The authorization code flow's records in Redis. Key layout (P = prefix, default `authz:`):
  *
- *   Pp:<digest>   a sign-in form's request, JSON, PEXPIREAT its expiry
+ *   Pu:<id>       a used sign-in form value, PEXPIREAT the value's expiry
  *   Pc:<digest>   hash {grant: JSON, exp: ms, used: 0 | 1, reused: 0 | 1}, PEXPIREAT grant.expiresAt
  *
  * Every operation touches one key, so any of them may live in any Redis Cluster slot. The
@@ -41,15 +41,8 @@ export class RedisAuthorizationStore implements AuthorizationStore {
     this.#now = options.now ?? Date.now;
   }
 
-  async savePending(digest: string, request: PendingAuthorization): Promise<void> {
-    await this.#redis.set(`${this.#prefix}p:${digest}`, JSON.stringify(request), 'PXAT', request.expiresAt);
-  }
-
-  async takePending(digest: string): Promise<PendingAuthorization | null> {
-    const json = await this.#redis.getdel(`${this.#prefix}p:${digest}`);
-    if (json === null) return null;
-    const request = JSON.parse(json) as PendingAuthorization;
-    return request.expiresAt > this.#now() ? request : null;
+  async useOnce(id: string, expiresAt: number): Promise<boolean> {
+    return (await this.#redis.set(`${this.#prefix}u:${id}`, '1', 'PXAT', expiresAt, 'NX')) === 'OK';
   }
 
   async saveCode(digest: string, grant: AuthorizationCodeGrant): Promise<void> {

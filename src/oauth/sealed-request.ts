@@ -1,0 +1,66 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/**
+ * The checked authorization request travels in the sign-in form, sealed: an HMAC under a key
+ * of its own (derived from the service's encryption key) proves it is one the service
+ * checked and has not changed, and an expiry bounds its life. Nothing is stored when a page
+ * is shown, so showing it costs no storage; only a used seal's id is remembered, so each
+ * seal works once.
+ */
+export interface AuthorizationRequest {
+  clientName: string;
+  /** As the request gave it: a loopback URI may differ from the registered one in its port. */
+  redirectUri: string;
+  scope: string;
+  /** Handed back to the client untouched; null when the request had none. */
+  state: string | null;
+  /** RFC 7636, method S256. */
+  codeChallenge: string;
+}
+
+export interface SealedRequest extends AuthorizationRequest {
+  /** 128 random bits: what is remembered once the seal is used. */
+  id: string;
+  /** Epoch milliseconds. */
+  expiresAt: number;
+}
+
+/** `<base64url JSON>.<base64url HMAC-SHA256>`; bounded so a forged one costs little to refuse. */
+const SEAL = /^[A-Za-z0-9_-]{1,16000}\.[A-Za-z0-9_-]{43}$/;
+
+export interface RequestSealer {
+  seal(request: AuthorizationRequest): string;
+  /** The request of an authentic seal that has not expired; null for anything else. */
+  open(value: string): SealedRequest | null;
+}
+
+export function createRequestSealer(options: {
+  encryptionKey: Buffer;
+  ttlSeconds: number;
+  now?: () => number;
+}): RequestSealer {
+  const key = createHmac('sha256', options.encryptionKey).update('sign-in form seal').digest();
+  const now = options.now ?? Date.now;
+  const mac = (payload: string) => createHmac('sha256', key).update(payload).digest();
+  return {
+    seal(request) {
+      const sealed: SealedRequest = {
+        ...request,
+        id: randomBytes(16).toString('base64url'),
+        expiresAt: now() + options.ttlSeconds * 1000,
+      };
+      const payload = Buffer.from(JSON.stringify(sealed)).toString('base64url');
+      return `${payload}.${mac(payload).toString('base64url')}`;
+    },
+    open(value) {
+      if (!SEAL.test(value)) return null;
+      const [payload = '', tag = ''] = value.split('.');
+      const presented = Buffer.from(tag, 'base64url');
+      const expected = mac(payload);
+      if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) return null;
+      // Authentic, so written by seal(): its shape is known.
+      const sealed = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as SealedRequest;
+      return sealed.expiresAt > now() ? sealed : null;
+    },
+  };
+}
