@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { tmpdir } from 'node:os';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { authorizationCode, exchangeCode, pkce, SPA_REDIRECT } from '../support/authorization.ts';
-import { type Backend as BackendServer, onPath, startFerretDb } from '../support/backends.ts';
 import { request, SEEDED_USER } from '../support/http.ts';
 import { isolatedMongoUrl, startTestServer } from '../support/server.ts';
-import { type CliResult, isOneLineFailure, runCli } from './run-cli.ts';
+import { type CliResult, isOneLineFailure, mongoForCommands, runCli } from './run-cli.ts';
 
 function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
   return runCli(args, { cwd: tmpdir(), env: { BCRYPT_COST: '4', BACKEND_STARTUP_TIMEOUT: '10', ...env } });
@@ -53,25 +52,11 @@ describe('client commands: refusals (no database needed)', () => {
 });
 
 describe('client commands against MongoDB', () => {
-  let base: string | undefined = process.env.MONGODB_URL;
-  let ferret: BackendServer | undefined;
-  let skip: string | false = false;
-  before(async () => {
-    if (base) return;
-    if (!onPath('ferretdb')) {
-      skip = 'neither MONGODB_URL is set nor ferretdb on PATH';
-      console.log(`# client commands against MongoDB skipped: ${skip}`);
-      return;
-    }
-    ferret = await startFerretDb();
-    base = ferret.url;
-  });
-  after(async () => {
-    await ferret?.dispose();
-  });
+  const mongo = mongoForCommands('client commands against MongoDB');
 
   test('create, list, use through the service, delete', async (t) => {
-    if (skip || !base) return t.skip(String(skip));
+    const base = mongo.base();
+    if (mongo.skip() || !base) return t.skip(String(mongo.skip()));
     const env = { MONGODB_URL: isolatedMongoUrl(base) };
 
     const spa = await cli(

@@ -146,21 +146,23 @@ describe('openid-client v6: the authorization code grant with PKCE', () => {
     return new URL(String(signedIn.location));
   }
 
-  async function flow(config: client.Configuration): Promise<client.TokenEndpointResponse> {
+  /** An authorization request with PKCE and state, as the library builds it. */
+  async function authorizationRequest(config: client.Configuration, scope = 'api') {
     const verifier = client.randomPKCECodeVerifier();
     const state = client.randomState();
     const url = client.buildAuthorizationUrl(config, {
       redirect_uri: SPA_REDIRECT,
-      scope: 'api',
+      scope,
       code_challenge: await client.calculatePKCECodeChallenge(verifier),
       code_challenge_method: 'S256',
       state,
     });
-    const callback = await signIn(url);
-    return client.authorizationCodeGrant(config, callback, {
-      pkceCodeVerifier: verifier,
-      expectedState: state,
-    });
+    return { url, checks: { pkceCodeVerifier: verifier, expectedState: state } };
+  }
+
+  async function flow(config: client.Configuration): Promise<client.TokenEndpointResponse> {
+    const { url, checks } = await authorizationRequest(config);
+    return client.authorizationCodeGrant(config, await signIn(url), checks);
   }
 
   test('a public client (no client authentication)', async () => {
@@ -188,22 +190,11 @@ describe('openid-client v6: the authorization code grant with PKCE', () => {
   test('a refused authorization request reaches the library as an OAuth error with the state', async () => {
     const spa = await registerClient(server.url, superuser, { name: 'spa-refused', type: 'public' });
     const config = configuration(spa.name, client.None());
-    const verifier = client.randomPKCECodeVerifier();
-    const state = client.randomState();
-    const url = client.buildAuthorizationUrl(config, {
-      redirect_uri: SPA_REDIRECT,
-      scope: 'not-a-scope',
-      code_challenge: await client.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      state,
-    });
+    const { url, checks } = await authorizationRequest(config, 'not-a-scope');
     const page = await fetch(url, { redirect: 'manual' });
     assert.equal(page.status, 303);
     await assert.rejects(
-      client.authorizationCodeGrant(config, new URL(String(page.headers.get('location'))), {
-        pkceCodeVerifier: verifier,
-        expectedState: state,
-      }),
+      client.authorizationCodeGrant(config, new URL(String(page.headers.get('location'))), checks),
       (error: unknown) =>
         error instanceof client.AuthorizationResponseError && error.error === 'invalid_scope',
     );

@@ -3,10 +3,10 @@ import { Option } from 'commander';
 import { assertNewPasswordAcceptable } from '../../accounts/password-policy.ts';
 import { AdminIdentity, NewPassword, PersonName } from '../../accounts/schemas.ts';
 import { OPERATOR } from '../../identity.ts';
-import { openAccountServices } from '../../services.ts';
 import { ADMIN_ROLES, type AdminRole } from '../../stores/types.ts';
 import { compileValidator } from '../../validation.ts';
 import { checked, kebabOption } from '../checked.ts';
+import { withOperatorServices } from '../operator-services.ts';
 import type { RegisterCommand } from './index.ts';
 
 // The same schemas as POST /admins, so the command and the API accept the same values.
@@ -65,15 +65,8 @@ export const registerAdminCreate: RegisterCommand = (program, loadConfig) => {
         (field) => (field === 'password' ? field : kebabOption(field)),
       );
 
-      const config = loadConfig();
-      if (!config.mongodbUrl) {
-        throw new Error(
-          'MONGODB_URL is not set: without it accounts live in the memory of the running service, ' +
-            'which this command cannot reach (use POST /admins there)',
-        );
-      }
-      const services = await openAccountServices(config);
-      try {
+      const accounts = { what: 'accounts', api: 'POST /admins' };
+      await withOperatorServices(loadConfig(), accounts, async (services) => {
         const account = await services.accounts.admin.create(OPERATOR, {
           ...fields,
           password,
@@ -81,10 +74,7 @@ export const registerAdminCreate: RegisterCommand = (program, loadConfig) => {
           roles: [options.role],
         });
         console.log(account.id);
-      } finally {
-        // It holds the process open (sockets, worker threads): close it so the command exits.
-        await services.close();
-      }
+      });
     });
 };
 

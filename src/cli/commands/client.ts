@@ -4,10 +4,10 @@ import { OPERATOR } from '../../identity.ts';
 import type { ClientManagement } from '../../oauth/client-management.ts';
 import { viewClient } from '../../oauth/client-representation.ts';
 import { CreateClientBody, type NewClient } from '../../oauth/client-schemas.ts';
-import { openAccountServices } from '../../services.ts';
 import { CLIENT_TYPES, GRANT_TYPES } from '../../stores/types.ts';
 import { compileValidator } from '../../validation.ts';
 import { checked, kebabOption } from '../checked.ts';
+import { withOperatorServices } from '../operator-services.ts';
 import { printTable } from '../table.ts';
 import type { RegisterCommand } from './index.ts';
 
@@ -26,21 +26,10 @@ function optionOf(field: string): string {
   return kebabOption(field);
 }
 
-/** Opens the services over MongoDB, runs `action` with the client service, and closes them. */
-async function withClients(config: Config, action: (clients: ClientManagement) => Promise<void>) {
-  if (!config.mongodbUrl) {
-    throw new Error(
-      'MONGODB_URL is not set: without it OAuth clients live in the memory of the running service, ' +
-        'which this command cannot reach (use /oauth-clients there)',
-    );
-  }
-  const services = await openAccountServices(config);
-  try {
-    await action(services.oauthClients);
-  } finally {
-    // It holds the process open (sockets, worker threads): close it so the command exits.
-    await services.close();
-  }
+/** Runs `action` with the client service, over MongoDB. */
+function withClients(config: Config, action: (clients: ClientManagement) => Promise<void>): Promise<void> {
+  const clients = { what: 'OAuth clients', api: '/oauth-clients' };
+  return withOperatorServices(config, clients, (services) => action(services.oauthClients));
 }
 
 /** A repeatable option's values, in order. */
