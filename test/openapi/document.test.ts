@@ -260,6 +260,8 @@ describe('OpenAPI document', () => {
 
   test('only the enabled grants are documented', () => {
     const narrow = documentWith('password,refresh_token');
+    assert.equal(narrow.paths['/security/authorize'], undefined, 'no sign-in page without its grant');
+    assert.equal(narrow.components.securitySchemes.oauth2.flows.authorizationCode, undefined);
     const schema = narrow.paths['/security/generate-token']?.post?.requestBody as Record<string, Json>;
     assert.deepEqual(Object.keys(schema.content['application/json'].schema.discriminator.mapping).sort(), [
       'password',
