@@ -65,7 +65,6 @@ export function createAuthorizationEndpoint(deps: {
   codes: Pick<AuthorizationCodeService, 'issueCode'>;
   /** RFC 9207: `iss` of every authorization response. */
   issuer: string;
-  now?: () => number;
 }) {
   const { clients, scopes, sessions, sealer, store, codes, issuer } = deps;
 
