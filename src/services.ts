@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { createAccountFlows } from './accounts/account-flows.ts';
 import { createAccountManagement } from './accounts/management.ts';
@@ -13,7 +14,7 @@ import { createAuthorizationCodeService } from './oauth/authorization-code.ts';
 import { createClientManagement } from './oauth/client-management.ts';
 import { loadKeySet } from './oauth/keys.ts';
 import { createRefreshTokenService } from './oauth/refresh-token.ts';
-import { createRequestSealer } from './oauth/sealed-request.ts';
+import { createRequestSealer, type SealingKeys } from './oauth/sealed-request.ts';
 import { createTokenEndpoint } from './oauth/token-endpoint.ts';
 import { openStores } from './stores/open.ts';
 
@@ -86,6 +87,12 @@ export async function openAccountServices(config: Config, options: OpenOptions =
 /** How long a sign-in form stays usable: time enough to type a password. */
 const SIGN_IN_FORM_TTL_SECONDS = 600;
 
+/** The one encryption key, as the sealer takes keys: named by a digest of its bytes, as every node names it. */
+function sealingKeys(key: Buffer): SealingKeys {
+  const id = createHash('sha256').update(key).digest('base64url').slice(0, 8);
+  return { current: () => ({ id, key }), byId: (candidate) => (candidate === id ? key : undefined) };
+}
+
 /** What the HTTP application needs: what it hands its handlers, and the access tokens authentication verifies. */
 export type ApplicationServices = AccountServices & Services & { accessTokens: AccessTokenService };
 
@@ -129,7 +136,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
       scopes: base.stores.scopes,
       sessions: base.sessions,
       sealer: createRequestSealer({
-        encryptionKey: keys.encryptionKey,
+        keys: sealingKeys(keys.encryptionKey),
         ttlSeconds: SIGN_IN_FORM_TTL_SECONDS,
       }),
       store: base.stores.authorizations,

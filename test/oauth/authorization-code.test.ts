@@ -391,12 +391,18 @@ for (const backend of backends())
         const page = await openAuthorization(server.url, authorizationQuery(spa.name, pkce().challenge));
         const value = csrfTokenOf(page.html);
         // The value carries the request, sealed: changed, it is refused.
-        const [payload = '', seal = ''] = value.split('.');
+        const [keyId = '', payload = '', seal = ''] = value.split('.');
         const request = JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<string, unknown>;
         const forged = Buffer.from(
           JSON.stringify({ ...request, redirectUri: 'https://evil.example/' }),
         ).toString('base64url');
-        for (const tampered of [`${forged}.${seal}`, `${payload}.${'A'.repeat(43)}`, `${payload}x.${seal}`]) {
+        for (const tampered of [
+          `${keyId}.${forged}.${seal}`,
+          `${keyId}.${payload}.${'A'.repeat(43)}`,
+          `${keyId}.${payload}x.${seal}`,
+          `other-key.${payload}.${seal}`,
+          `${payload}.${seal}`,
+        ]) {
           const refused = await postSignIn(server.url, { csrf_token: tampered, ...user });
           assertRefusedOnThePage(refused, /expired or was already used/);
         }
