@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { createClientWhitelist } from './error-report/whitelist.ts';
+import { GRANT_TYPES, type GrantType } from './stores/types.ts';
 
 /**
  * Configuration, read from the environment once at start and validated there. Nothing else in
@@ -14,8 +15,7 @@ import { createClientWhitelist } from './error-report/whitelist.ts';
 export const SIGNING_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'] as const;
 export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];
 
-export const GRANT_TYPES = ['password', 'refresh_token', 'client_credentials'] as const;
-export type GrantType = (typeof GRANT_TYPES)[number];
+export { GRANT_TYPES, type GrantType };
 
 export interface Deprecation {
   /** When the route was (or will be) deprecated. */
@@ -45,6 +45,7 @@ export interface Config {
   keysDir: string;
   logDir: string;
   accessTokenTtl: number;
+  authorizationCodeTtl: number;
   refreshTokenTtl: number;
   accessTokenAlg: SigningAlgorithm;
   grants: ReadonlySet<GrantType>;
@@ -205,7 +206,7 @@ export const SETTINGS = {
   },
   REDIS_URL: {
     section: 'storage',
-    meaning: 'Redis for refresh tokens.',
+    meaning: 'Redis for refresh tokens and the authorization code flow (sign-in forms, codes).',
     unset: 'kept in memory, lost at exit',
     notes:
       'Host, port, user, password and database number come from the URL; `rediss://` connects ' +
@@ -227,6 +228,15 @@ export const SETTINGS = {
     default: GRANT_TYPES.join(','),
     describesService: true,
     value: grantList(),
+  },
+  AUTHORIZATION_CODE_TTL: {
+    section: 'oauth',
+    meaning:
+      'Lifetime of an authorization code, seconds: the time between the sign-in and the token request.',
+    default: '60',
+    notes: 'RFC 6749 §4.1.2 recommends at most 10 minutes; the code is used once in any case.',
+    envFile: 'commented',
+    value: integer(1, 600),
   },
   ACCESS_TOKEN_TTL: {
     section: 'oauth',
@@ -465,6 +475,7 @@ export function loadConfig(env: Env, packageInfo: PackageInfo): Config {
     keysDir: settings.KEYS_DIR,
     logDir: settings.LOG_DIR,
     accessTokenTtl: settings.ACCESS_TOKEN_TTL,
+    authorizationCodeTtl: settings.AUTHORIZATION_CODE_TTL,
     refreshTokenTtl: settings.REFRESH_TOKEN_TTL,
     accessTokenAlg: settings.ACCESS_TOKEN_ALG,
     bcryptCost: settings.BCRYPT_COST,

@@ -91,6 +91,24 @@ export class UnauthorizedClient extends Problem {
   }
 }
 
+/** RFC 6749 §4.1.2.1: only `code` is answered; the implicit grant (`token`) is gone for good (RFC 9700 §2.1.2). */
+export class UnsupportedResponseType extends Problem {
+  constructor() {
+    super(400, 'Only response_type=code is supported', { oauthError: 'unsupported_response_type' });
+  }
+}
+
+/**
+ * RFC 6749 §4.1.2.1: an authorization request whose client or redirect URI is wrong, or a
+ * sign-in form that cannot be trusted. The person is told so on the page and never sent
+ * anywhere: the redirect URI is not known to be the client's.
+ */
+export class InvalidAuthorizationRequest extends Problem {
+  constructor(detail: string) {
+    super(400, detail);
+  }
+}
+
 /** RFC 6750 §3: a request without credentials gets a bare challenge, without an error code. */
 export class AuthenticationRequired extends Problem {
   constructor() {

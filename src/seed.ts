@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { newAccountRecord } from './accounts/account-record.ts';
 import type { PasswordHasher } from './accounts/password-hasher.ts';
 import { digestClientSecret } from './oauth/client-authentication.ts';
-import type { Account, AccountStore, Stores } from './stores/types.ts';
+import { type Account, type AccountStore, LEGACY_CLIENT_GRANTS, type Stores } from './stores/types.ts';
 
 /**
  * The seed data. Publicly known: every value must be replaced before production (see
@@ -28,12 +28,17 @@ export async function seed(stores: Stores, passwords: PasswordHasher): Promise<s
   const created: string[] = [];
   if (await stores.scopes.createIfAbsent(SEED.scope)) created.push(`scope ${SEED.scope.name}`);
   for (const { name, secret, accountKind } of SEED.clients) {
+    const now = new Date();
     const client = {
       id: randomUUID(),
       name,
+      type: 'confidential' as const,
       secretDigest: digestClientSecret(secret),
       accountKind,
-      createdAt: new Date(),
+      redirectUris: [],
+      grants: [...LEGACY_CLIENT_GRANTS],
+      createdAt: now,
+      updatedAt: now,
     };
     if (await stores.clients.createIfAbsent(client)) created.push(`client ${name}`);
   }

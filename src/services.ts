@@ -8,8 +8,12 @@ import { createErrorReportReceiver } from './error-report/error-report.ts';
 import type { Services } from './http/route.ts';
 import { createMailer } from './mail/mailer.ts';
 import { type AccessTokenService, createAccessTokenService } from './oauth/access-token.ts';
+import { createAuthorizationEndpoint } from './oauth/authorization.ts';
+import { createAuthorizationCodeService } from './oauth/authorization-code.ts';
+import { createClientManagement } from './oauth/client-management.ts';
 import { openKeyRing } from './oauth/key-ring.ts';
 import { createRefreshTokenService } from './oauth/refresh-token.ts';
+import { createRequestSealer } from './oauth/sealed-request.ts';
 import { createTokenEndpoint } from './oauth/token-endpoint.ts';
 import { openStores } from './stores/open.ts';
 
@@ -71,12 +75,16 @@ export async function openAccountServices(config: Config, options: OpenOptions =
       user: createAccountManagement({ ...common, kind: 'user', accounts: stores.users }),
       admin: createAccountManagement({ ...common, kind: 'admin', accounts: stores.admins }),
     },
+    oauthClients: createClientManagement({ clients: stores.clients }),
     /** Closes the stores, the hashing threads and the mail transport; each holds the process open. */
     async close(): Promise<void> {
       await Promise.allSettled([stores.close(), passwords.close(), mailer.close()]);
     },
   };
 }
+
+/** How long a sign-in form stays usable: time enough to type a password. */
+const SIGN_IN_FORM_TTL_SECONDS = 600;
 
 /** What the HTTP application needs: what it hands its handlers, and the access tokens authentication verifies. */
 export type ApplicationServices = AccountServices & Services & { accessTokens: AccessTokenService };
@@ -105,6 +113,10 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     encryptionKey: keyRing.refreshTokenKeys.current().key,
     ttlSeconds: config.refreshTokenTtl,
   });
+  const authorizationCodes = createAuthorizationCodeService({
+    store: base.stores.authorizations,
+    ttlSeconds: config.authorizationCodeTtl,
+  });
   return {
     ...base,
     async close() {
@@ -120,6 +132,19 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
       sessions: base.sessions,
       accessTokens,
       refreshTokens,
+      authorizationCodes,
+    }),
+    authorization: createAuthorizationEndpoint({
+      clients: base.stores.clients,
+      scopes: base.stores.scopes,
+      sessions: base.sessions,
+      sealer: createRequestSealer({
+        keys: keyRing.refreshTokenKeys,
+        ttlSeconds: SIGN_IN_FORM_TTL_SECONDS,
+      }),
+      store: base.stores.authorizations,
+      codes: authorizationCodes,
+      issuer: config.appUrl,
     }),
   };
 }

@@ -13,7 +13,11 @@ describe('configuration', () => {
     assert.equal(config.accessTokenTtl, 86400);
     assert.equal(config.refreshTokenTtl, 2592000);
     assert.equal(config.accessTokenAlg, 'RS256');
-    assert.deepEqual([...config.grants], ['password', 'refresh_token', 'client_credentials']);
+    assert.deepEqual(
+      [...config.grants],
+      ['password', 'refresh_token', 'client_credentials', 'authorization_code'],
+    );
+    assert.equal(config.authorizationCodeTtl, 60);
     assert.equal(config.bodyLimit, 1024 * 1024);
     assert.equal(config.workers, 1, 'embedded mode runs one worker');
     assert.equal(config.appName, 'svc');

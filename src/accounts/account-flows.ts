@@ -1,10 +1,10 @@
 import { NotFound, ServiceUnavailable, ValidationFailed } from '../errors.ts';
 import type { Mailer, MailMessage } from '../mail/mailer.ts';
 import { activationMessage, identityReminderMessage, passwordResetMessage } from '../mail/messages.ts';
+import { digestOneTimeSecret, isOneTimeSecretShaped, newOneTimeSecret } from '../one-time-secrets.ts';
 import type { OneTimeTokenPurpose, OneTimeTokenStore } from '../stores/one-time-tokens.ts';
 import type { Account, AccountChanges, AccountStore } from '../stores/types.ts';
 import { cleanName, newAccountRecord } from './account-record.ts';
-import { digestLinkHash, isLinkHashShaped, newLinkHash } from './one-time-links.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 import { assertNewPasswordAcceptable } from './password-policy.ts';
 import type { Sessions } from './sessions.ts';
@@ -57,7 +57,7 @@ export function createAccountFlows(options: AccountFlowsOptions) {
     account: Account,
     compose: (link: string, hash: string) => MailMessage,
   ): Promise<void> {
-    const { hash, digest } = newLinkHash();
+    const { secret: hash, digest } = newOneTimeSecret();
     const expiresAt = new Date(now().getTime() + ttl[purpose] * 1000);
     await oneTimeTokens.save({ purpose, digest, accountId: account.id, expiresAt });
     try {
@@ -86,8 +86,8 @@ export function createAccountFlows(options: AccountFlowsOptions) {
         ? 'This activation link is invalid, has expired or was already used'
         : 'This password reset link is invalid, has expired or was already used',
     );
-    if (!isLinkHashShaped(hash)) throw invalid;
-    const digest = digestLinkHash(hash);
+    if (!isOneTimeSecretShaped(hash)) throw invalid;
+    const digest = digestOneTimeSecret(hash);
     const token = await (use === 'find'
       ? oneTimeTokens.find(purpose, digest)
       : oneTimeTokens.consume(purpose, digest));

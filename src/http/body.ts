@@ -6,15 +6,21 @@ export type ParsedBody = Record<string, unknown> | unknown[] | string | number |
 
 /**
  * Reads the request body within `limit` bytes and parses JSON (`application/json`,
- * `application/*+json`) or `application/x-www-form-urlencoded`. No body gives `undefined`.
+ * `application/*+json`) or `application/x-www-form-urlencoded`, or only those of `accepted`
+ * when given. No body gives `undefined`.
  */
-export async function parseBody(req: IncomingMessage, limit: number): Promise<ParsedBody> {
+export async function parseBody(
+  req: IncomingMessage,
+  limit: number,
+  accepted?: readonly string[],
+): Promise<ParsedBody> {
   const declared = req.headers['content-length'];
   if (declared === undefined && req.headers['transfer-encoding'] === undefined) return undefined;
   if (declared !== undefined && Number(declared) > limit) throw new PayloadTooLarge(limit);
   const raw = await readWithin(req, limit);
   if (raw.length === 0) return undefined;
   const mediaType = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+  if (accepted && !accepted.includes(mediaType)) throw new UnsupportedMediaType(mediaType || '(none)');
   if (mediaType === 'application/json' || /^application\/[\w.-]+\+json$/.test(mediaType))
     return parseJson(raw);
   if (mediaType === 'application/x-www-form-urlencoded') return parseForm(raw);

@@ -43,17 +43,18 @@ export function createRequestHandler(
 
   for (const route of options.routes) {
     const headers = headersForRoute(route.name, options.responseHeaders, options.deprecations[route.name]);
-    const validator =
-      route.body && route.bodyCheckedBy !== 'handler' ? compileValidator(route.body) : undefined;
-    const queryValidator = route.query
-      ? compileValidator(route.query, (errors) => new BadRequest('The query is invalid', { errors }))
-      : undefined;
+    const checked = route.checkedBy !== 'handler';
+    const validator = route.body && checked ? compileValidator(route.body) : undefined;
+    const queryValidator =
+      route.query && checked
+        ? compileValidator(route.query, (errors) => new BadRequest('The query is invalid', { errors }))
+        : undefined;
 
     const serve = async (req: Request, res: ServerResponse) => {
       applyHeaders(res, headers);
       applyCors(req, res, options.cors);
       try {
-        const body = await parseBody(req, options.bodyLimit);
+        const body = await parseBody(req, options.bodyLimit, route.bodyMediaTypes);
         const identity =
           route.permission === 'public'
             ? { role: 'guest' as const }
@@ -120,10 +121,10 @@ export function createRequestHandler(
 function send(res: ServerResponse, reply: Reply): void {
   res.statusCode = reply.status;
   for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
-  if (reply.body === undefined) {
+  if (reply.body === undefined && reply.text === undefined) {
     res.end();
     return;
   }
   res.setHeader('Content-Type', reply.contentType ?? 'application/json');
-  res.end(JSON.stringify(reply.body));
+  res.end(reply.text ?? JSON.stringify(reply.body));
 }

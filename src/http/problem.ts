@@ -1,5 +1,6 @@
 import { type ServerResponse, STATUS_CODES } from 'node:http';
 import { Problem } from '../errors.ts';
+import { errorPage, HTML, pageHeaders } from './pages/page.ts';
 
 export const PROBLEM_JSON = 'application/problem+json';
 
@@ -7,9 +8,10 @@ export const PROBLEM_JSON = 'application/problem+json';
  * How a route writes its failures. `problem` (the default): RFC 9457
  * application/problem+json. `oauth`: an RFC 6749 token endpoint, whose errors (§5.2) are
  * application/json, always carry an `error` code and are never cached; standard OAuth
- * clients (openid-client among them) refuse any other media type there.
+ * clients (openid-client among them) refuse any other media type there. `page`: a page a
+ * person reads in a browser, which says what went wrong as a page.
  */
-export type ErrorFormat = 'problem' | 'oauth';
+export type ErrorFormat = 'problem' | 'oauth' | 'page';
 
 /** RFC 6749 §5.1/§5.2: token endpoint answers, successes and errors alike, are never cached. */
 export const NOT_CACHED: Readonly<Record<string, string>> = {
@@ -25,6 +27,10 @@ export const NOT_CACHED: Readonly<Record<string, string>> = {
  */
 export function writeProblem(res: ServerResponse, error: unknown, format: ErrorFormat = 'problem'): void {
   const problem = error instanceof Problem ? error : new Problem(500, 'An unexpected error occurred');
+  if (format === 'page') {
+    writePage(res, problem);
+    return;
+  }
   const body: Record<string, unknown> = {
     type: 'about:blank',
     title: STATUS_CODES[problem.status] ?? 'Error',
@@ -44,6 +50,16 @@ export function writeProblem(res: ServerResponse, error: unknown, format: ErrorF
   res.statusCode = problem.status;
   res.setHeader('Content-Type', format === 'oauth' ? 'application/json' : PROBLEM_JSON);
   res.end(JSON.stringify(body));
+}
+
+function writePage(res: ServerResponse, problem: Problem): void {
+  for (const [name, value] of Object.entries({ ...problem.headers, ...pageHeaders() }))
+    res.setHeader(name, value);
+  if (problem.status === 413) res.setHeader('Connection', 'close');
+  res.statusCode = problem.status;
+  res.setHeader('Content-Type', HTML);
+  const title = problem.status < 500 ? 'The sign-in cannot go on' : 'The sign-in is not available right now';
+  res.end(errorPage(title, problem.detail));
 }
 
 /**

@@ -4,6 +4,8 @@ import type { AccountFlows } from '../accounts/account-flows.ts';
 import type { AccountManagement } from '../accounts/management.ts';
 import type { ErrorReportReceiver } from '../error-report/error-report.ts';
 import type { Identity, Role } from '../identity.ts';
+import type { AuthorizationEndpoint } from '../oauth/authorization.ts';
+import type { ClientManagement } from '../oauth/client-management.ts';
 import type { TokenEndpoint } from '../oauth/token-endpoint.ts';
 import type { AccountKind } from '../stores/types.ts';
 import type { ErrorFormat } from './problem.ts';
@@ -34,11 +36,17 @@ export interface Services {
   errorReports: ErrorReportReceiver;
   accountFlows: AccountFlows;
   accounts: Readonly<Record<AccountKind, AccountManagement>>;
+  oauthClients: ClientManagement;
+  /** The authorization endpoint and its sign-in form. */
+  authorization: AuthorizationEndpoint;
 }
 
 export interface Reply {
   status: number;
+  /** Sent as JSON. */
   body?: unknown;
+  /** Sent as it is, for the media types that are not JSON (a page, a stylesheet). */
+  text?: string;
   /** Defaults to application/json; resources use application/hal+json. */
   contentType?: string;
   headers?: Record<string, string>;
@@ -76,23 +84,28 @@ export interface Route<S extends TSchema | undefined = TSchema | undefined> {
   permission: 'public' | readonly Role[];
   /** The request body's schema: checked before the handler runs, and shown by the OpenAPI description. */
   body?: S;
-  /** The media types the body is documented in; JSON unless said otherwise. */
+  /**
+   * The media types the body may come in; any other is refused with 415. Unless said
+   * otherwise, whatever the body parser reads (JSON or a form), documented as JSON.
+   */
   bodyMediaTypes?: readonly string[];
   /**
-   * `handler`: the handler checks the body itself and the schema only describes it. The token
-   * endpoint does, because RFC 6749 words every refusal as an OAuth error and orders them its
-   * own way: empty parameters count as omitted and repeated ones are refused (§3.2), the
-   * client is authenticated before the grant reads its parameters.
+   * `handler`: the handler checks the body and the query itself, and the schemas only
+   * describe them. The token endpoint does, because RFC 6749 words every refusal as an OAuth
+   * error and orders them its own way: empty parameters count as omitted and repeated ones
+   * are refused (§3.2), the client is authenticated before the grant reads its parameters.
+   * So does the authorization endpoint, which must know the client and its redirect URI
+   * before it may say anything else is wrong (§4.1.2.1).
    */
-  bodyCheckedBy?: 'pipeline' | 'handler';
+  checkedBy?: 'pipeline' | 'handler';
   /**
-   * The query parameters, validated before the handler runs. Values arrive as strings: a
+   * The query parameters, validated before the handler runs (unless `checkedBy` says otherwise). Values arrive as strings: a
    * number among them is a QueryInteger, which checks the digits and documents an integer.
    */
   query?: TSchema;
   /** Success and problem responses by status, for documentation. */
   responses: Readonly<Record<number, ResponseSpec>>;
-  /** How failures are written; `problem` unless the route is an OAuth token endpoint. */
+  /** How failures are written; `problem` unless the route is an OAuth token endpoint or a page. */
   errors?: ErrorFormat;
   handler(
     context: RequestContext<S extends TSchema ? Static<S> : undefined>,

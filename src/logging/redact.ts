@@ -10,9 +10,9 @@ export const REDACTED = '[redacted]';
 /**
  * Member names (lower-cased, punctuation removed) that hold secrets: `password`,
  * `passwordConfirm`, `client_secret`, `refresh_token`, `Authorization`, `Error-Reporting-Token`,
- * `Cookie`, `apiKey`, ... `passwordHash` too: a hash is not for the log either.
+ * `Cookie`, `apiKey`, `code_verifier` (PKCE), ... `passwordHash` too: a hash is not for the log either.
  */
-const SECRET_NAME = /password|passwd|secret|token|authorization|cookie|apikey|privatekey|credential/;
+const SECRET_NAME = /password|passwd|secret|token|authorization|cookie|apikey|privatekey|credential|verifier/;
 
 export function isSecretName(name: string): boolean {
   return SECRET_NAME.test(name.toLowerCase().replace(/[^a-z0-9]/g, ''));
@@ -41,7 +41,7 @@ export function scrubText(text: string): string {
     .replace(SECRET_IN_FORM, `$1${REDACTED}`);
 }
 
-const SECRET_WORD = 'password|passwd|secret|token|authorization|cookie|api[-_]?key|credential';
+const SECRET_WORD = 'password|passwd|secret|token|authorization|cookie|api[-_]?key|credential|verifier';
 const SECRET_IN_JSON = new RegExp(`("[^"]*(?:${SECRET_WORD})[^"]*"\\s*:\\s*)"(?:[^"\\\\]|\\\\.)*"`, 'gi');
 const SECRET_IN_FORM = new RegExp(`\\b([\\w-]*(?:${SECRET_WORD})[\\w-]*=)[^&\\s"']+`, 'gi');
 

@@ -10,8 +10,11 @@ export function digestClientSecret(secret: string): string {
 const ABSENT_DIGEST = digestClientSecret('absent client');
 
 /**
- * RFC 6749 §2.3.1: client credentials in HTTP Basic or in the body, never both. Basic values
- * are form-urlencoded before Base64 (Appendix B), so they are decoded after splitting.
+ * RFC 6749 §2.3.1: a confidential client authenticates with its secret, in HTTP Basic or in
+ * the body, never both. Basic values are form-urlencoded before Base64 (Appendix B), so they
+ * are decoded after splitting. A public client (§2.1) sends its `client_id` alone, and only a
+ * public one may: a confidential client without its secret is refused, and a public client
+ * that presents a secret has none that could match.
  */
 export async function authenticateClient(
   params: Record<string, unknown>,
@@ -28,6 +31,12 @@ export async function authenticateClient(
   const id = basic ? basic.id : params.client_id;
   const secret = basic ? basic.secret : params.client_secret;
   if (typeof id !== 'string' || id === '') throw new InvalidRequest('Missing parameter: client_id');
+  if (secret === undefined) {
+    const client = await clients.findByName(id);
+    if (!client) throw new InvalidClient(false);
+    if (client.type !== 'public') throw new InvalidRequest('Missing parameter: client_secret');
+    return client;
+  }
   if (typeof secret !== 'string' || secret === '')
     throw new InvalidRequest('Missing parameter: client_secret');
 
@@ -35,7 +44,7 @@ export async function authenticateClient(
   const expected = Buffer.from(client?.secretDigest ?? ABSENT_DIGEST, 'hex');
   const presented = Buffer.from(digestClientSecret(secret), 'hex');
   const matches = expected.length === presented.length && timingSafeEqual(expected, presented);
-  if (!client || !matches) throw new InvalidClient(basic !== null);
+  if (client?.type !== 'confidential' || !matches) throw new InvalidClient(basic !== null);
   return client;
 }
 

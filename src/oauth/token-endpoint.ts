@@ -1,13 +1,19 @@
 import type { GrantType } from '../config.ts';
-import { InvalidRequest, UnsupportedGrantType } from '../errors.ts';
+import { InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from '../errors.ts';
 import type { ClientStore } from '../stores/types.ts';
 import { authenticateClient } from './client-authentication.ts';
+import { authorizationCodeGrant } from './grants/authorization-code.ts';
 import { clientCredentialsGrant } from './grants/client-credentials.ts';
 import type { Grant, GrantDependencies, TokenResponse } from './grants/grant.ts';
 import { passwordGrant } from './grants/password.ts';
 import { refreshTokenGrant } from './grants/refresh-token.ts';
 
-const ALL_GRANTS: readonly Grant[] = [passwordGrant, refreshTokenGrant, clientCredentialsGrant];
+const ALL_GRANTS: readonly Grant[] = [
+  authorizationCodeGrant,
+  passwordGrant,
+  refreshTokenGrant,
+  clientCredentialsGrant,
+];
 
 /** The grants the configuration enables, in a fixed order; the others do not exist for the service. */
 export function enabledGrants(enabled: ReadonlySet<GrantType>): Grant[] {
@@ -33,6 +39,8 @@ export function createTokenEndpoint(
     const grant = typeof grantType === 'string' ? grants.get(grantType as GrantType) : undefined;
     if (!grant) throw new UnsupportedGrantType();
     const client = await authenticateClient(params, authorization, deps.clients);
+    if (!client.grants.includes(grant.type))
+      throw new UnauthorizedClient(`The client may not use the ${grant.type} grant`);
     return grant.handle(params, client, deps);
   };
 }

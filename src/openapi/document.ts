@@ -14,13 +14,15 @@ export type OpenApiDocument = Record<string, unknown> & {
 
 const TOKEN_URL = '/security/generate-token';
 const REFRESH_URL = '/security/refresh-token';
+const AUTHORIZATION_URL = '/security/authorize';
 const TAG_DESCRIPTIONS: Record<string, string> = {
   info: 'About the service',
-  security: 'The OAuth 2.0 token endpoint (RFC 6749)',
+  security: 'The OAuth 2.0 authorization server (RFC 6749): the token endpoint, the sign-in page',
   'error-report': "Errors reported by the service's clients",
   account: 'Self-service of user accounts: registration, activation, recovery',
   users: 'User accounts',
   admins: 'Administrator accounts',
+  'oauth-clients': 'The OAuth clients that may ask for tokens, registered by superusers',
 };
 
 /** The scope the service registers (see the seed data); the only valid `scope`. */
@@ -93,10 +95,12 @@ export function buildOpenApiDocument(
               oauth2: {
                 type: 'oauth2',
                 description:
-                  'Resource owner password credentials (RFC 6749 §4.3): the `admin` client logs in ' +
-                  'administrators, the `frontend` client users; refresh tokens rotate on every use. ' +
-                  'Client credentials (§4.4): a machine client gets an access token of its own, ' +
-                  'without a refresh token.',
+                  'Authorization code with PKCE S256 (RFC 6749 §4.1, RFC 7636): the browser signs in on ' +
+                  `${AUTHORIZATION_URL} and returns to the client with a code, public clients (a single-page ` +
+                  'or native app) send only their client_id. Resource owner password credentials (§4.3): the ' +
+                  '`admin` client logs in administrators, the `frontend` client users. Refresh tokens rotate ' +
+                  'on every use. Client credentials (§4.4): a machine client gets an access token of its ' +
+                  'own, without a refresh token.',
                 flows,
               },
             }
@@ -113,16 +117,19 @@ export function toYaml(document: OpenApiDocument): string {
   return stringify(document, { aliasDuplicateObjects: false, lineWidth: 0 });
 }
 
-/** The OAuth 2.0 flows of the enabled grants; the refresh grant refreshes the password flow. */
+/** The OAuth 2.0 flows of the enabled grants; the refresh grant refreshes the flows that sign people in. */
 function oauthFlows(enabled: ReadonlySet<GrantType>): Record<string, Record<string, unknown>> {
   const flows: Record<string, Record<string, unknown>> = {};
-  if (enabled.has('password')) {
-    flows.password = {
+  const refresh = enabled.has('refresh_token') ? { refreshUrl: REFRESH_URL } : {};
+  if (enabled.has('authorization_code')) {
+    flows.authorizationCode = {
+      authorizationUrl: AUTHORIZATION_URL,
       tokenUrl: TOKEN_URL,
-      ...(enabled.has('refresh_token') ? { refreshUrl: REFRESH_URL } : {}),
+      ...refresh,
       scopes: SCOPES,
     };
   }
+  if (enabled.has('password')) flows.password = { tokenUrl: TOKEN_URL, ...refresh, scopes: SCOPES };
   if (enabled.has('client_credentials')) flows.clientCredentials = { tokenUrl: TOKEN_URL, scopes: SCOPES };
   return flows;
 }

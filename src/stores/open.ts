@@ -26,10 +26,12 @@
 import { Redis } from 'ioredis';
 import { MongoClient, type MongoClientOptions, MongoError, MongoServerError } from 'mongodb';
 import { BackendUnavailable, Problem } from '../errors.ts';
+import { MemoryAuthorizationStore } from './memory/authorizations.ts';
 import { MemoryRefreshTokenStore, memoryCatalogStores } from './memory/index.ts';
 import { ensureIndexes, type MongoCatalogStores, mongoCatalogStores } from './mongo/index.ts';
+import { RedisAuthorizationStore } from './redis/authorizations.ts';
 import { RedisRefreshTokenStore } from './redis/refresh-tokens.ts';
-import type { RefreshTokenStore, Stores } from './types.ts';
+import type { Stores } from './types.ts';
 
 export interface OpenStoresOptions {
   mongodbUrl?: string;
@@ -64,7 +66,9 @@ export async function openStores(options: OpenStoresOptions): Promise<Stores> {
   const redis = tokens.value;
   return {
     ...(mongo ? mongo.stores : memoryCatalogStores()),
-    refreshTokens: redis ? redis.stores : new MemoryRefreshTokenStore(),
+    ...(redis
+      ? redis.stores
+      : { refreshTokens: new MemoryRefreshTokenStore(), authorizations: new MemoryAuthorizationStore() }),
     async close() {
       await Promise.allSettled([mongo?.close(), redis?.close()]);
     },
@@ -132,7 +136,7 @@ async function openRedis(
   url: string,
   deadline: number,
   log: (msg: string) => void,
-): Promise<Opened<RefreshTokenStore>> {
+): Promise<Opened<Pick<Stores, 'refreshTokens' | 'authorizations'>>> {
   const host = hostOf(url);
   const redis = new Redis(url, {
     lazyConnect: true,
@@ -175,7 +179,14 @@ async function openRedis(
   }
   log(`Redis at ${host} connected`);
   return {
-    stores: guard(new RedisRefreshTokenStore(redis), 'Redis', isRedisOutage),
+    stores: guardAll(
+      {
+        refreshTokens: new RedisRefreshTokenStore(redis),
+        authorizations: new RedisAuthorizationStore(redis),
+      },
+      'Redis',
+      isRedisOutage,
+    ),
     async close() {
       // quit() says goodbye politely; when the server is gone there is no one to say it to.
       await redis.quit().catch(() => redis.disconnect());

@@ -60,21 +60,58 @@ export interface AccountStore {
   count(filter: { status?: AccountStatus; role?: AdminRole }): Promise<number>;
 }
 
+/** The grants the service knows (RFC 6749 §4, §6); a client names those it may use. */
+export const GRANT_TYPES = ['password', 'refresh_token', 'client_credentials', 'authorization_code'] as const;
+export type GrantType = (typeof GRANT_TYPES)[number];
+
+/**
+ * RFC 6749 §2.1. A confidential client authenticates with its secret; a public one (a
+ * browser or native app, which cannot keep a secret) names itself only, its
+ * `token_endpoint_auth_method` is `none`.
+ */
+export const CLIENT_TYPES = ['confidential', 'public'] as const;
+export type ClientType = (typeof CLIENT_TYPES)[number];
+
+/**
+ * What a client could do before clients named their grants: every grant of that time. Clients
+ * stored then, the seeded `admin` and `frontend` among them, keep exactly these.
+ */
+export const LEGACY_CLIENT_GRANTS: readonly GrantType[] = ['password', 'refresh_token', 'client_credentials'];
+
 export interface OAuthClient {
   id: string;
   /** Sent as `client_id`. */
   name: string;
-  /** Hex SHA-256 digest of the secret: client secrets are high-entropy machine secrets. */
-  secretDigest: string;
-  /** Which account store the password grant authenticates against for this client. */
+  type: ClientType;
+  /**
+   * Hex SHA-256 digest of a confidential client's secret (client secrets are high-entropy
+   * machine secrets); null for a public client, which has none.
+   */
+  secretDigest: string | null;
+  /** Which account store the client signs people in to. */
   accountKind: AccountKind;
+  /** Where the authorization code grant may send the browser back, compared exactly (RFC 9700 §2.1). */
+  redirectUris: string[];
+  /** The grants the client may use; any other is `unauthorized_client`. */
+  grants: GrantType[];
   createdAt: Date;
+  updatedAt: Date;
 }
+
+/** What changes after creation: the name, type and account store of a client stay. */
+export type ClientChanges = Partial<
+  Pick<OAuthClient, 'secretDigest' | 'redirectUris' | 'grants' | 'updatedAt'>
+>;
 
 export interface ClientStore {
   findByName(name: string): Promise<OAuthClient | null>;
+  /** Every client, ordered by name: clients are few, registered by hand. */
+  list(): Promise<OAuthClient[]>;
+  /** Creates the client unless one with that name exists; never changes an existing one. */
   createIfAbsent(client: OAuthClient): Promise<boolean>;
-  updateSecret(name: string, secretDigest: string): Promise<boolean>;
+  /** The updated client, or null when none has that name. */
+  update(name: string, changes: ClientChanges): Promise<OAuthClient | null>;
+  delete(name: string): Promise<boolean>;
 }
 
 export interface Scope {
@@ -143,12 +180,58 @@ export interface RefreshTokenStore {
   revokeSubject(accountKind: AccountKind, subject: string): Promise<void>;
 }
 
+/** What an authorization code stands for. The code itself is never stored, only its digest. */
+export interface AuthorizationCodeGrant {
+  clientId: string;
+  redirectUri: string;
+  codeChallenge: string;
+  accountKind: AccountKind;
+  subject: string;
+  scope: string;
+  /** The account's credential stamp at sign-in: the code dies with the account's sessions. */
+  credentialStamp: string;
+  /**
+   * The refresh-token family the code's tokens are issued in, chosen with the code, so that
+   * a second presentation of the code revokes them (RFC 6749 §4.1.2).
+   */
+  familyId: string;
+  /** Epoch milliseconds. */
+  expiresAt: number;
+}
+
+/**
+ * The short-lived state of the authorization code flow: the sign-in forms used, then the
+ * codes. Each record lives until its `expiresAt`; nothing of it needs to outlive that.
+ */
+export interface AuthorizationStore {
+  /**
+   * Remembers a sign-in form's one-time value as used until it expires: true the first
+   * time, false ever after (atomically: of concurrent calls with one id, one gets true).
+   */
+  useOnce(id: string, expiresAt: number): Promise<boolean>;
+  saveCode(digest: string, grant: AuthorizationCodeGrant): Promise<void>;
+  /** The grant of a code that has not expired, whether it was used or not. */
+  findCode(digest: string): Promise<AuthorizationCodeGrant | null>;
+  /**
+   * Marks the code used, atomically: of concurrent calls exactly one gets `consumed`. Every
+   * later call gets `reused` and leaves a mark that the code was presented again; an expired
+   * or unknown code is `unknown`.
+   */
+  consumeCode(digest: string): Promise<'consumed' | 'reused' | 'unknown'>;
+  /**
+   * Whether the code was presented again after it was consumed. Asked once its tokens are
+   * issued: a replay that raced the issue found no tokens to revoke yet.
+   */
+  wasReused(digest: string): Promise<boolean>;
+}
+
 export interface Stores {
   admins: AccountStore;
   users: AccountStore;
   clients: ClientStore;
   scopes: ScopeStore;
   refreshTokens: RefreshTokenStore;
+  authorizations: AuthorizationStore;
   /** Activation and password-reset links; they live beside the accounts. */
   oneTimeTokens: OneTimeTokenStore;
   /** Closes connections; safe to call once at shutdown. */

@@ -6,7 +6,15 @@ import { routeTable } from '../../src/http/routes/index.ts';
 import { openApiPath } from '../../src/openapi/document.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
 import type { AdminRole } from '../../src/stores/types.ts';
-import { FRONTEND_CLIENT, passwordRequest, request } from '../support/http.ts';
+import {
+  authorizationQuery,
+  csrfTokenOf,
+  pkce,
+  registerClient,
+  SPA_REDIRECT,
+  superuserToken,
+} from '../support/authorization.ts';
+import { FRONTEND_CLIENT, passwordRequest, request, SEEDED_USER } from '../support/http.ts';
 import { backends, startTestServer, type TestServer } from '../support/server.ts';
 import { adminLogin, PASSWORD, storeAccount, userLogin } from './fixtures.ts';
 
@@ -19,16 +27,23 @@ interface Case {
   /** Builds the path (creating whatever the request acts on) for this caller. */
   path: (ctx: Context) => Promise<string> | string;
   body?: (ctx: Context) => unknown;
+  /** A form body instead of JSON. */
+  form?: (ctx: Context) => Promise<Record<string, string>>;
   headers?: Record<string, string>;
   /** Expected status per caller. */
   expect: Record<Caller, number>;
 }
 
 interface Context {
+  baseUrl: string;
   newUser(status?: 'active' | 'pending'): Promise<string>;
   newAdmin(roles?: AdminRole[]): Promise<string>;
   /** A refresh token of a fresh user's session. */
   refreshToken(): Promise<string>;
+  /** A public client allowed the authorization code grant. */
+  spa: string;
+  /** A fresh client, named. */
+  newClient(): Promise<string>;
 }
 
 const unique = () => `${randomUUID().slice(0, 8)}@example.com`;
@@ -43,6 +58,13 @@ const ALL = (status: number): Record<Caller, number> => ({
 const USER_ONLY = (status: number) => ({ guest: 401, user: status, admin: 403, superuser: 403 });
 const ADMINS = (status: number) => ({ guest: 401, user: 403, admin: status, superuser: status });
 const SUPERUSER_ONLY = (status: number) => ({ guest: 401, user: 403, admin: 403, superuser: status });
+const newClientBody = () => ({
+  name: `client-${randomUUID()}`,
+  type: 'public' as const,
+  redirectUris: [SPA_REDIRECT],
+  grants: ['authorization_code', 'refresh_token'],
+  accounts: 'user',
+});
 
 /** Every route, and what each kind of caller gets (docs/api.md, "Who may call what"). */
 const CASES: Case[] = [
@@ -66,6 +88,28 @@ const CASES: Case[] = [
       refresh_token: await ctx.refreshToken(),
       ...FRONTEND_CLIENT,
     }),
+    expect: ALL(200),
+  },
+  // The sign-in page is for anyone with a browser: an access token changes nothing there.
+  {
+    route: 'GET /security/authorize',
+    path: (ctx) => `/security/authorize?${authorizationQuery(ctx.spa, pkce().challenge)}`,
+    expect: ALL(200),
+  },
+  {
+    route: 'POST /security/authorize',
+    path: () => '/security/authorize',
+    form: async (ctx) => {
+      const page = await fetch(
+        `${ctx.baseUrl}/security/authorize?${authorizationQuery(ctx.spa, pkce().challenge)}`,
+      );
+      return { csrf_token: csrfTokenOf(await page.text()), ...SEEDED_USER };
+    },
+    expect: ALL(303),
+  },
+  {
+    route: 'GET /security/sign-in.css',
+    path: () => '/security/sign-in.css',
     expect: ALL(200),
   },
   {
@@ -221,6 +265,34 @@ const CASES: Case[] = [
     path: async (ctx) => `/admins/${await ctx.newAdmin()}`,
     expect: SUPERUSER_ONLY(204),
   },
+  // Clients decide who may sign people in: only superusers register, read and change them.
+  {
+    route: 'GET /oauth-clients',
+    path: () => '/oauth-clients',
+    expect: SUPERUSER_ONLY(200),
+  },
+  {
+    route: 'POST /oauth-clients',
+    path: () => '/oauth-clients',
+    body: newClientBody,
+    expect: SUPERUSER_ONLY(201),
+  },
+  {
+    route: 'GET /oauth-clients/{name}',
+    path: async (ctx) => `/oauth-clients/${await ctx.newClient()}`,
+    expect: SUPERUSER_ONLY(200),
+  },
+  {
+    route: 'PATCH /oauth-clients/{name}',
+    path: async (ctx) => `/oauth-clients/${await ctx.newClient()}`,
+    body: () => ({ grants: ['authorization_code'] }),
+    expect: SUPERUSER_ONLY(200),
+  },
+  {
+    route: 'DELETE /oauth-clients/{name}',
+    path: async (ctx) => `/oauth-clients/${await ctx.newClient()}`,
+    expect: SUPERUSER_ONLY(204),
+  },
 ];
 
 test('every route of the route table has a case here', () => {
@@ -241,7 +313,12 @@ for (const backend of backends()) {
         env: { ERROR_REPORT_TOKENS: `matrix:${REPORT_TOKEN}`, ERROR_REPORT_IP_WHITELIST: '127.0.0.1' },
       });
       const hash = (password: string) => server.app.passwords.hash(password);
+      const superuser = await superuserToken(server.url);
+      const newClient = async () => (await registerClient(server.url, superuser, newClientBody())).name;
       ctx = {
+        baseUrl: server.url,
+        spa: await newClient(),
+        newClient,
         refreshToken: async () => {
           const identity = unique();
           await storeAccount(server.app.stores.users, hash, { identity });
@@ -278,6 +355,7 @@ for (const backend of backends()) {
           const response = await request(server.url, method, path, {
             token,
             json: await routeCase.body?.(ctx),
+            form: await routeCase.form?.(ctx),
             headers: routeCase.headers,
           });
           assert.equal(

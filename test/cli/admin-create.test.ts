@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { tmpdir } from 'node:os';
-import { after, before, describe, test } from 'node:test';
-import { type Backend as BackendServer, onPath, startFerretDb } from '../support/backends.ts';
+import { describe, test } from 'node:test';
 import { ADMIN_CLIENT, passwordGrant, request } from '../support/http.ts';
 import { isolatedMongoUrl, startTestServer } from '../support/server.ts';
-import { type CliResult, isOneLineFailure, runCli } from './run-cli.ts';
+import { type CliResult, isOneLineFailure, mongoForCommands, runCli } from './run-cli.ts';
 
 /** Runs `admin:create` as an operator would, with `input` on standard input (a pipe, not a TTY). */
 function adminCreate(args: string[], input: string, env: Record<string, string> = {}): Promise<CliResult> {
@@ -69,25 +68,11 @@ describe('admin:create: refusals (no database needed)', () => {
 });
 
 describe('admin:create against MongoDB', () => {
-  let base: string | undefined = process.env.MONGODB_URL;
-  let ferret: BackendServer | undefined;
-  let skip: string | false = false;
-  before(async () => {
-    if (base) return;
-    if (!onPath('ferretdb')) {
-      skip = 'neither MONGODB_URL is set nor ferretdb on PATH';
-      console.log(`# admin:create against MongoDB skipped: ${skip}`);
-      return;
-    }
-    ferret = await startFerretDb();
-    base = ferret.url;
-  });
-  after(async () => {
-    await ferret?.dispose();
-  });
+  const mongo = mongoForCommands('admin:create against MongoDB');
 
   test('creates an admin that can then sign in; the same identity again is a one-line error', async (t) => {
-    if (skip || !base) return t.skip(String(skip));
+    const base = mongo.base();
+    if (mongo.skip() || !base) return t.skip(String(mongo.skip()));
     const mongodbUrl = isolatedMongoUrl(base);
     const created = await adminCreate(
       ['--identity', 'night.ops', '--first-name', 'Night', '--role', 'superuser'],

@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
+import { after, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { type Backend, onPath, startFerretDb } from '../support/backends.ts';
 
 export const CLI = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
@@ -66,3 +68,27 @@ export const BROKEN_RUNTIME: Readonly<Record<string, string>> = {
   ERROR_REPORT_TOKENS: 'short',
   ERROR_REPORT_IP_WHITELIST: '300.1.1.1/99',
 };
+
+/**
+ * The MongoDB a suite of commands runs against: MONGODB_URL, or a private FerretDB started
+ * for the suite (call inside its `describe`). `skip` says why there is neither.
+ */
+export function mongoForCommands(suite: string): { base(): string | undefined; skip(): string | false } {
+  let base = process.env.MONGODB_URL;
+  let ferret: Backend | undefined;
+  let skip: string | false = false;
+  before(async () => {
+    if (base) return;
+    if (!onPath('ferretdb')) {
+      skip = 'neither MONGODB_URL is set nor ferretdb on PATH';
+      console.log(`# ${suite} skipped: ${skip}`);
+      return;
+    }
+    ferret = await startFerretDb();
+    base = ferret.url;
+  });
+  after(async () => {
+    await ferret?.dispose();
+  });
+  return { base: () => base, skip: () => skip };
+}

@@ -20,6 +20,7 @@ const SECRETS = {
   authorization: 'Bearer authorization-header-value',
   reportingToken: 'error-reporting-token-value',
   clientSecret: 'client-secret-value',
+  codeVerifier: 'pkce-code-verifier-value',
 };
 
 interface RedactedError {
@@ -55,7 +56,11 @@ function errorCarryingSecrets(): Error {
         Authorization: SECRETS.authorization,
         'Error-Reporting-Token': SECRETS.reportingToken,
       },
-      data: JSON.stringify({ client_secret: SECRETS.clientSecret, username: 'someone' }),
+      data: JSON.stringify({
+        client_secret: SECRETS.clientSecret,
+        code_verifier: SECRETS.codeVerifier,
+        username: 'someone',
+      }),
       url: `/oauth?access_token=${SECRETS.token}`,
     },
     response: { body: { nested: { deeper: { refresh_token: SECRETS.token } } } },
@@ -102,6 +107,7 @@ describe('error log file', () => {
       err: errorCarryingSecrets(),
       password: SECRETS.password,
       client_secret: SECRETS.clientSecret,
+      code_verifier: SECRETS.codeVerifier,
       headers: { authorization: SECRETS.authorization, 'error-reporting-token': SECRETS.reportingToken },
       request: { headers: { authorization: SECRETS.authorization } },
     });

@@ -1,12 +1,20 @@
 /**
- * openid-client v6, used unchanged, against our token endpoints over plain HTTP: it reads our
- * successes as token responses and every error as an OAuth error (never as a response that
- * is "not JSON").
+ * openid-client v6, used unchanged, against our authorization server over plain HTTP: it
+ * builds the authorization request with PKCE and redeems the code the sign-in returns, reads
+ * our successes as token responses and every error as an OAuth error (never as a response
+ * that is "not JSON").
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import * as client from 'openid-client';
-import { ADMIN_CLIENT, FRONTEND_CLIENT, SEEDED_USER } from '../support/http.ts';
+import {
+  csrfTokenOf,
+  postSignIn,
+  registerClient,
+  SPA_REDIRECT,
+  superuserToken,
+} from '../support/authorization.ts';
+import { ADMIN_CLIENT, FRONTEND_CLIENT, request, SEEDED_USER } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 describe('openid-client v6 against the token endpoint', () => {
@@ -96,5 +104,99 @@ describe('openid-client v6 against the token endpoint', () => {
       error: 'invalid_scope',
       status: 400,
     });
+  });
+});
+
+describe('openid-client v6: the authorization code grant with PKCE', () => {
+  const ISSUER = 'https://issuer.example.test';
+  let server: TestServer;
+  let superuser: string;
+  before(async () => {
+    server = await startTestServer({ env: { APP_URL: ISSUER } });
+    superuser = await superuserToken(server.url);
+  });
+  after(() => server.close());
+
+  /** The server as a client knows it without discovery; it promises `iss` in every response (RFC 9207). */
+  function configuration(clientId: string, authentication: client.ClientAuth): client.Configuration {
+    const config = new client.Configuration(
+      {
+        issuer: ISSUER,
+        authorization_endpoint: `${server.url}/security/authorize`,
+        token_endpoint: `${server.url}/security/generate-token`,
+        authorization_response_iss_parameter_supported: true,
+      },
+      clientId,
+      undefined,
+      authentication,
+    );
+    client.allowInsecureRequests(config);
+    return config;
+  }
+
+  /** What the browser does in between: open the URL, sign in, follow nothing but the redirect. */
+  async function signIn(authorizationUrl: URL): Promise<URL> {
+    const page = await fetch(authorizationUrl, { redirect: 'manual' });
+    assert.equal(page.status, 200);
+    const signedIn = await postSignIn(server.url, {
+      csrf_token: csrfTokenOf(await page.text()),
+      ...SEEDED_USER,
+    });
+    assert.equal(signedIn.status, 303, signedIn.html);
+    return new URL(String(signedIn.location));
+  }
+
+  /** An authorization request with PKCE and state, as the library builds it. */
+  async function authorizationRequest(config: client.Configuration, scope = 'api') {
+    const verifier = client.randomPKCECodeVerifier();
+    const state = client.randomState();
+    const url = client.buildAuthorizationUrl(config, {
+      redirect_uri: SPA_REDIRECT,
+      scope,
+      code_challenge: await client.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      state,
+    });
+    return { url, checks: { pkceCodeVerifier: verifier, expectedState: state } };
+  }
+
+  async function flow(config: client.Configuration): Promise<client.TokenEndpointResponse> {
+    const { url, checks } = await authorizationRequest(config);
+    return client.authorizationCodeGrant(config, await signIn(url), checks);
+  }
+
+  test('a public client (no client authentication)', async () => {
+    const spa = await registerClient(server.url, superuser, { name: 'spa', type: 'public' });
+    const tokens = await flow(configuration(spa.name, client.None()));
+    assert.equal(tokens.token_type, 'bearer');
+    const own = await request(server.url, 'GET', '/users/my-account', { token: tokens.access_token });
+    assert.equal(own.body.identity, SEEDED_USER.username);
+    const refreshed = await client.refreshTokenGrant(
+      configuration(spa.name, client.None()),
+      String(tokens.refresh_token),
+    );
+    assert.notEqual(refreshed.refresh_token, tokens.refresh_token);
+  });
+
+  test('a confidential client, with its secret in HTTP Basic and in the body', async () => {
+    const web = await registerClient(server.url, superuser, { name: 'web', type: 'confidential' });
+    for (const authentication of [client.ClientSecretBasic, client.ClientSecretPost]) {
+      const tokens = await flow(configuration(web.name, authentication(String(web.secret))));
+      assert.equal(typeof tokens.access_token, 'string');
+      assert.equal(typeof tokens.refresh_token, 'string');
+    }
+  });
+
+  test('a refused authorization request reaches the library as an OAuth error with the state', async () => {
+    const spa = await registerClient(server.url, superuser, { name: 'spa-refused', type: 'public' });
+    const config = configuration(spa.name, client.None());
+    const { url, checks } = await authorizationRequest(config, 'not-a-scope');
+    const page = await fetch(url, { redirect: 'manual' });
+    assert.equal(page.status, 303);
+    await assert.rejects(
+      client.authorizationCodeGrant(config, new URL(String(page.headers.get('location'))), checks),
+      (error: unknown) =>
+        error instanceof client.AuthorizationResponseError && error.error === 'invalid_scope',
+    );
   });
 });

@@ -148,11 +148,17 @@ for (const backend of backends()) {
       const missing = await generate(withoutGrant);
       assert.equal(missing.status, 400);
       assert.equal(missing.body.error, 'invalid_request');
-      for (const grantType of ['authorization_code', 'implicit', 'magic']) {
+      for (const grantType of ['implicit', 'token', 'magic']) {
         const unknown = await generate(passwordRequest({ grant_type: grantType }));
         assert.equal(unknown.status, 400);
         assert.equal(unknown.body.error, 'unsupported_grant_type', grantType);
       }
+    });
+
+    test('a client without the grant is unauthorized_client', async () => {
+      const response = await generate(passwordRequest({ grant_type: 'authorization_code', code: 'x' }));
+      assert.equal(response.status, 400);
+      assert.equal(response.body.error, 'unauthorized_client');
     });
 
     for (const field of ['username', 'password', 'client_id', 'client_secret']) {

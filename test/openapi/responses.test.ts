@@ -22,6 +22,13 @@ import { buildOpenApiDocument, type OpenApiDocument, openApiPath } from '../../s
 import { readPackageInfo } from '../../src/package-info.ts';
 import type { Stores } from '../../src/stores/types.ts';
 import { adminLogin, PASSWORD, storeAccount, userLogin } from '../accounts/fixtures.ts';
+import {
+  authorizationQuery,
+  csrfTokenOf,
+  pkce,
+  registerClient,
+  SPA_REDIRECT,
+} from '../support/authorization.ts';
 import { FRONTEND_CLIENT, SEEDED_ADMIN, SEEDED_USER } from '../support/http.ts';
 import { backends, describeBackendSkip, startTestServer, type TestServer } from '../support/server.ts';
 import { lastMailTo, linkIn, readMailDir } from '../support/smtp.ts';
@@ -40,6 +47,7 @@ const NOT_PRODUCED: Readonly<Record<string, string>> = {
   'home 500':
     'GET / reads nothing that can fail (no store, no file): only a bug could answer 500 there; ' +
     'the same generic 500 is produced on every other route',
+  'security::stylesheet 500': 'The stylesheet is a constant: only a bug could answer 500 there, as on GET /',
 };
 
 const UNKNOWN_HASH = 'A'.repeat(43);
@@ -51,6 +59,12 @@ const refreshGrant = (token: string) => ({
   refresh_token: token,
   ...FRONTEND_CLIENT,
 });
+const publicClient = {
+  type: 'public' as const,
+  redirectUris: [SPA_REDIRECT],
+  grants: ['authorization_code', 'refresh_token'],
+  accounts: 'user',
+};
 const registration = (identity: string) => ({ identity, password: PASSWORD, passwordConfirm: PASSWORD });
 const reportToken = { 'Error-Reporting-Token': REPORT_TOKEN };
 
@@ -62,6 +76,8 @@ interface Call {
   json?: unknown;
   /** A body sent as is, with its own Content-Type in `headers`. */
   raw?: string;
+  /** A form body, as a browser posts it. */
+  form?: Record<string, string>;
   headers?: Record<string, string>;
 }
 
@@ -86,6 +102,8 @@ for (const backend of backends())
 
     /** Accounts and tokens the cases use; filled in before the cases run. */
     const given = {
+      spa: '',
+      signInForm: '',
       superuser: '',
       superuserId: '',
       admin: '',
@@ -159,6 +177,75 @@ for (const backend of backends())
             headers: { Authorization: WRONG_BASIC },
             json: { grant_type: 'refresh_token', refresh_token: 'x'.repeat(40) },
           }),
+      },
+      'security::authorize': {
+        reach: () => call(`GET /security/authorize?${authorizationQuery(given.spa, pkce().challenge)}`),
+        303: () =>
+          call(
+            `GET /security/authorize?${authorizationQuery(given.spa, pkce().challenge, { response_type: 'token' })}`,
+          ),
+        400: () =>
+          call(
+            `GET /security/authorize?${authorizationQuery(given.spa, pkce().challenge, { client_id: 'nobody' })}`,
+          ),
+      },
+      'security::sign-in': {
+        // A form of the sign-in page, never posted while the stores work: each post uses it up.
+        reach: () =>
+          call('POST /security/authorize', { form: { csrf_token: given.signInForm, ...SEEDED_USER } }),
+        303: async () => {
+          const page = await send(server.url, {
+            method: 'GET',
+            path: `/security/authorize?${authorizationQuery(given.spa, pkce().challenge)}`,
+          });
+          return call('POST /security/authorize', {
+            form: { csrf_token: csrfTokenOf(page.text), ...SEEDED_USER },
+          });
+        },
+        400: () => call('POST /security/authorize', { form: { csrf_token: UNKNOWN_HASH, ...SEEDED_USER } }),
+      },
+      'security::stylesheet': { reach: () => call('GET /security/sign-in.css') },
+      'oauth-client::list': { reach: () => call('GET /oauth-clients', { token: given.superuser }) },
+      'oauth-client::create': {
+        reach: () =>
+          call('POST /oauth-clients', {
+            token: given.superuser,
+            json: { ...publicClient, name: unique('client') },
+          }),
+        400: () => call('POST /oauth-clients', { token: given.superuser, json: { name: 'no type' } }),
+        409: () =>
+          call('POST /oauth-clients', {
+            token: given.superuser,
+            json: { ...publicClient, name: 'frontend' },
+          }),
+      },
+      'oauth-client::view': {
+        reach: () => call('GET /oauth-clients/frontend', { token: given.superuser }),
+        404: () => call('GET /oauth-clients/nobody', { token: given.superuser }),
+      },
+      'oauth-client::update': {
+        reach: () => call(`PATCH /oauth-clients/${given.spa}`, { token: given.superuser, json: {} }),
+        400: () =>
+          call(`PATCH /oauth-clients/${given.spa}`, { token: given.superuser, json: { rotateSecret: true } }),
+        404: () => call('PATCH /oauth-clients/nobody', { token: given.superuser, json: {} }),
+        // The seeded `admin` client is the only one that signs administrators in.
+        409: () =>
+          call('PATCH /oauth-clients/admin', {
+            token: given.superuser,
+            json: { grants: ['client_credentials'] },
+          }),
+      },
+      'oauth-client::delete': {
+        reach: () => call('DELETE /oauth-clients/nobody', { token: given.superuser }),
+        204: async () => {
+          const name = unique('doomed');
+          await expectStatus(
+            call('POST /oauth-clients', { token: given.superuser, json: { ...publicClient, name } }),
+            201,
+          );
+          return call(`DELETE /oauth-clients/${name}`, { token: given.superuser });
+        },
+        409: () => call('DELETE /oauth-clients/admin', { token: given.superuser }),
       },
       'error-report': {
         reach: () =>
@@ -346,6 +433,7 @@ for (const backend of backends())
           return () => ({
             ...reach(),
             json: undefined,
+            form: undefined,
             raw: JSON.stringify({ padding: 'x'.repeat(8 * 1024) }),
             headers: { 'Content-Type': 'application/json' },
           });
@@ -353,6 +441,7 @@ for (const backend of backends())
           return () => ({
             ...reach(),
             json: undefined,
+            form: undefined,
             raw: 'plain text',
             headers: { 'Content-Type': 'text/plain' },
           });
@@ -372,6 +461,12 @@ for (const backend of backends())
       given.superuser = (
         await adminLogin(server.url, SEEDED_ADMIN.username, SEEDED_ADMIN.password)
       ).access_token;
+      given.spa = (await registerClient(server.url, given.superuser, { ...publicClient, name: 'spa' })).name;
+      const page = await send(server.url, {
+        method: 'GET',
+        path: `/security/authorize?${authorizationQuery(given.spa, pkce().challenge)}`,
+      });
+      given.signInForm = csrfTokenOf(page.text);
       given.superuserId = String((await server.app.stores.admins.findByIdentity(SEEDED_ADMIN.username))?.id);
       const admin = await newAdmin();
       given.adminId = admin.id;
@@ -499,6 +594,9 @@ async function send(baseUrl: string, call: Call): Promise<Answer> {
   if (call.json !== undefined) {
     headers['Content-Type'] = 'application/json';
     body = JSON.stringify(call.json);
+  } else if (call.form !== undefined) {
+    headers['Content-Type'] = 'application/x-www-form-urlencoded';
+    body = new URLSearchParams(call.form).toString();
   }
   const response = await fetch(`${baseUrl}${call.path}`, {
     method: call.method,
@@ -546,7 +644,8 @@ function checkResponse(
     const mediaType = answer.headers.get('content-type')?.split(';')[0]?.trim();
     const [, media] = content.find(([type]) => type === mediaType) ?? [];
     assert.ok(media, `${where}: Content-Type ${mediaType} is not among ${content.map(([type]) => type)}`);
-    validate(ajv, media.schema, JSON.parse(answer.text), where);
+    const body = mediaType?.endsWith('json') ? JSON.parse(answer.text) : answer.text;
+    validate(ajv, media.schema, body, where);
   }
   for (const [name, header] of Object.entries((documented.headers ?? {}) as Record<string, Json>)) {
     const value = answer.headers.get(name);

@@ -18,6 +18,8 @@ interface Pair {
 
 interface Harness extends Pair {
   reset(): Promise<void>;
+  /** Stores a client as it was written before clients had a type, redirect URIs and grants. */
+  storeLegacyClient?: (name: string) => Promise<void>;
   close(): Promise<void>;
   otherConnection?: () => Promise<Pair & { close(): Promise<void> }>;
 }
@@ -26,9 +28,13 @@ function client(name: string, overrides: Partial<OAuthClient> = {}): OAuthClient
   return {
     id: randomUUID(),
     name,
+    type: 'confidential',
     secretDigest: 'a'.repeat(64),
     accountKind: 'user',
+    redirectUris: [],
+    grants: ['password', 'refresh_token'],
     createdAt: new Date(Date.UTC(2024, 0, 1, 12)),
+    updatedAt: new Date(Date.UTC(2024, 0, 1, 12)),
     ...overrides,
   };
 }
@@ -56,18 +62,58 @@ function catalogContract(open: () => Promise<Harness>, options: { separateConnec
     assert.equal(await h.clients.findByName('WEB'), null);
   });
 
-  test('client createIfAbsent never overwrites, even after the secret changed', async () => {
-    const c = client('cli');
+  test('a public client is stored without a secret, with its redirect URIs and grants', async () => {
+    const c = client('spa', {
+      type: 'public',
+      secretDigest: null,
+      redirectUris: ['https://app.example.test/callback', 'http://127.0.0.1/cb'],
+      grants: ['authorization_code', 'refresh_token'],
+    });
     assert.equal(await h.clients.createIfAbsent(c), true);
-    assert.equal(await h.clients.updateSecret('cli', 'b'.repeat(64)), true);
-    assert.equal(await h.clients.createIfAbsent(c), false);
-    assert.equal(await h.clients.createIfAbsent(client('cli', { accountKind: 'admin' })), false);
-    assert.deepEqual(await h.clients.findByName('cli'), { ...c, secretDigest: 'b'.repeat(64) });
+    assert.deepEqual(await h.clients.findByName('spa'), c);
   });
 
-  test('updateSecret of an unknown client reports false', async () => {
-    assert.equal(await h.clients.updateSecret('nobody', 'c'.repeat(64)), false);
+  test('client createIfAbsent never overwrites, even after the client changed', async () => {
+    const c = client('cli');
+    assert.equal(await h.clients.createIfAbsent(c), true);
+    const later = new Date(Date.UTC(2024, 0, 2));
+    const updated = await h.clients.update('cli', { secretDigest: 'b'.repeat(64), updatedAt: later });
+    assert.deepEqual(updated, { ...c, secretDigest: 'b'.repeat(64), updatedAt: later });
+    assert.equal(await h.clients.createIfAbsent(c), false);
+    assert.equal(await h.clients.createIfAbsent(client('cli', { accountKind: 'admin' })), false);
+    assert.deepEqual(await h.clients.findByName('cli'), updated);
+  });
+
+  test('update changes the redirect URIs and grants only, and of a known client only', async () => {
+    const c = client('web');
+    await h.clients.createIfAbsent(c);
+    const changes = {
+      redirectUris: ['https://web.example.test/cb'],
+      grants: ['authorization_code' as const],
+      // Not a changeable field: a store must not write it.
+      name: 'renamed',
+    };
+    const updated = await h.clients.update('web', changes);
+    assert.deepEqual(updated, { ...c, redirectUris: changes.redirectUris, grants: changes.grants });
+    assert.deepEqual(await h.clients.findByName('web'), updated);
+    assert.equal(await h.clients.findByName('renamed'), null);
+    assert.equal(await h.clients.update('nobody', { grants: ['password'] }), null);
     assert.equal(await h.clients.findByName('nobody'), null);
+  });
+
+  test('list gives every client ordered by name; delete removes one', async () => {
+    for (const name of ['web', 'Admin', 'cli', 'admin']) await h.clients.createIfAbsent(client(name));
+    assert.deepEqual(
+      (await h.clients.list()).map((c) => c.name),
+      ['Admin', 'admin', 'cli', 'web'],
+    );
+    assert.equal(await h.clients.delete('cli'), true);
+    assert.equal(await h.clients.delete('cli'), false);
+    assert.equal(await h.clients.findByName('cli'), null);
+    assert.deepEqual(
+      (await h.clients.list()).map((c) => c.name),
+      ['Admin', 'admin', 'web'],
+    );
   });
 
   test('a scope is found by name and created once', async () => {
@@ -93,6 +139,16 @@ function catalogContract(open: () => Promise<Harness>, options: { separateConnec
   });
 
   if (!options.separateConnections) return;
+  test('a client stored before clients had a type reads as confidential, with the grants of that time', async () => {
+    assert.ok(h.storeLegacyClient, 'the harness writes a legacy document');
+    await h.storeLegacyClient('frontend');
+    const found = await h.clients.findByName('frontend');
+    assert.equal(found?.type, 'confidential');
+    assert.deepEqual(found?.grants, ['password', 'refresh_token', 'client_credentials']);
+    assert.deepEqual(found?.redirectUris, []);
+    assert.deepEqual(found?.updatedAt, found?.createdAt);
+  });
+
   test('concurrent createIfAbsent from two connections creates each exactly once', async () => {
     assert.ok(h.otherConnection, 'the harness opens a second connection');
     const other = await h.otherConnection();
@@ -157,6 +213,18 @@ describe('ClientStore/ScopeStore: MongoDB', {
         async close() {
           await main.mongo.db().dropDatabase();
           await main.mongo.close();
+        },
+        async storeLegacyClient(name) {
+          await main.mongo
+            .db()
+            .collection('clients')
+            .insertOne({
+              _id: randomUUID() as never,
+              name,
+              secretDigest: 'a'.repeat(64),
+              accountKind: 'user',
+              createdAt: new Date(),
+            });
         },
         async otherConnection() {
           const other = await connect();

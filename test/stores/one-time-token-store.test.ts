@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { MongoClient } from 'mongodb';
-import { digestLinkHash, newLinkHash } from '../../src/accounts/one-time-links.ts';
+import { digestOneTimeSecret, newOneTimeSecret } from '../../src/one-time-secrets.ts';
 import { MemoryOneTimeTokenStore } from '../../src/stores/memory/one-time-tokens.ts';
 import {
   MongoOneTimeTokenStore,
@@ -59,7 +59,7 @@ for (const subject of subjects) {
 
     const token = (purpose: 'activation' | 'reset', accountId: string, ttl = HOUR) => ({
       purpose,
-      digest: newLinkHash().digest,
+      digest: newOneTimeSecret().digest,
       accountId,
       expiresAt: new Date(clock.now + ttl),
     });
@@ -109,9 +109,9 @@ for (const subject of subjects) {
     });
 
     test('only digests are stored: the digest of a hash is its SHA-256, and differs from it', () => {
-      const { hash, digest } = newLinkHash();
+      const { secret: hash, digest } = newOneTimeSecret();
       assert.match(hash, /^[A-Za-z0-9_-]{43}$/);
-      assert.equal(digest, digestLinkHash(hash));
+      assert.equal(digest, digestOneTimeSecret(hash));
       assert.match(digest, /^[0-9a-f]{64}$/);
     });
   });
@@ -124,7 +124,7 @@ if (mongoUrl) {
     const store = stores.oneTimeTokens;
     const saved = {
       purpose: 'activation' as const,
-      digest: newLinkHash().digest,
+      digest: newOneTimeSecret().digest,
       accountId: 'x',
       expiresAt: new Date(Date.now() + HOUR),
     };

@@ -2,11 +2,11 @@ import { type Static, Type } from '@sinclair/typebox';
 import { Option } from 'commander';
 import { assertNewPasswordAcceptable } from '../../accounts/password-policy.ts';
 import { AdminIdentity, NewPassword, PersonName } from '../../accounts/schemas.ts';
-import { ValidationFailed } from '../../errors.ts';
 import { OPERATOR } from '../../identity.ts';
-import { openAccountServices } from '../../services.ts';
 import { ADMIN_ROLES, type AdminRole } from '../../stores/types.ts';
-import { compileValidator, type FieldErrors } from '../../validation.ts';
+import { compileValidator } from '../../validation.ts';
+import { checked, kebabOption } from '../checked.ts';
+import { withOperatorServices } from '../operator-services.ts';
 import type { RegisterCommand } from './index.ts';
 
 // The same schemas as POST /admins, so the command and the API accept the same values.
@@ -16,9 +16,8 @@ const Options = Type.Object({
   lastName: Type.Optional(PersonName),
 });
 const Password = Type.Object({ password: NewPassword });
-const failWith = (errors: FieldErrors) => new ValidationFailed(errors);
-const validateOptions = compileValidator<Static<typeof Options>>(Options, failWith);
-const validatePassword = compileValidator<Static<typeof Password>>(Password, failWith);
+const validateOptions = compileValidator<Static<typeof Options>>(Options);
+const validatePassword = compileValidator<Static<typeof Password>>(Password);
 
 interface AdminCreateOptions {
   identity: string;
@@ -49,7 +48,7 @@ export const registerAdminCreate: RegisterCommand = (program, loadConfig) => {
         .default('admin'),
     )
     .action(async (options: AdminCreateOptions) => {
-      const fields = checked(() =>
+      const fields = await checked(() =>
         validateOptions.check({
           identity: options.identity,
           ...(options.firstName === undefined ? {} : { firstName: options.firstName }),
@@ -58,20 +57,16 @@ export const registerAdminCreate: RegisterCommand = (program, loadConfig) => {
       );
       const password = await readPassword();
       if (password === '') throw new Error(NO_PASSWORD);
-      checked(() => {
-        validatePassword.check({ password });
-        assertNewPasswordAcceptable({ password, identity: fields.identity, confirmRequired: false });
-      });
+      await checked(
+        () => {
+          validatePassword.check({ password });
+          assertNewPasswordAcceptable({ password, identity: fields.identity, confirmRequired: false });
+        },
+        (field) => (field === 'password' ? field : kebabOption(field)),
+      );
 
-      const config = loadConfig();
-      if (!config.mongodbUrl) {
-        throw new Error(
-          'MONGODB_URL is not set: without it accounts live in the memory of the running service, ' +
-            'which this command cannot reach (use POST /admins there)',
-        );
-      }
-      const services = await openAccountServices(config);
-      try {
+      const accounts = { what: 'accounts', api: 'POST /admins' };
+      await withOperatorServices(loadConfig(), accounts, async (services) => {
         const account = await services.accounts.admin.create(OPERATOR, {
           ...fields,
           password,
@@ -79,29 +74,9 @@ export const registerAdminCreate: RegisterCommand = (program, loadConfig) => {
           roles: [options.role],
         });
         console.log(account.id);
-      } finally {
-        // It holds the process open (sockets, worker threads): close it so the command exits.
-        await services.close();
-      }
+      });
     });
 };
-
-/** Runs a validation and turns its per-field errors into one line: `identity: Must be ...`. */
-function checked<T>(validate: () => T): T {
-  try {
-    return validate();
-  } catch (error) {
-    if (!(error instanceof ValidationFailed)) throw error;
-    const errors = error.extensions.errors as FieldErrors;
-    const option = (field: string) =>
-      field === 'password' ? field : `--${field.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
-    throw new Error(
-      Object.entries(errors)
-        .map(([field, messages]) => `${option(field)}: ${messages.join('; ')}`)
-        .join('; '),
-    );
-  }
-}
 
 const NO_PASSWORD =
   'no password was given: type it at the prompt, or pipe it on standard input ' +

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { Config, ServiceDescription } from '../../config.ts';
 import { registerAdminCreate } from './admin-create.ts';
 import { registerBackendsCheck } from './backends-check.ts';
+import { registerClientCommands } from './client.ts';
 import { registerConfigDocs } from './config-docs.ts';
 import { registerKeysGenerate } from './keys-generate.ts';
 import { registerKeysList } from './keys-list.ts';
@@ -28,6 +29,7 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerKeysRetire,
   registerKeysList,
   registerAdminCreate,
+  registerClientCommands,
   registerSeed,
   registerBackendsCheck,
   registerTokenGenerate,

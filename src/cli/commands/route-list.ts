@@ -1,5 +1,6 @@
 import type { Deprecation } from '../../config.ts';
 import { routeTable } from '../../http/routes/index.ts';
+import { printTable } from '../table.ts';
 import type { RegisterCommand } from './index.ts';
 
 export const registerRouteList: RegisterCommand = (program, _loadConfig, loadDescription) => {
@@ -27,16 +28,7 @@ export const registerRouteList: RegisterCommand = (program, _loadConfig, loadDes
         permission: 'PERMISSION',
         deprecation: 'DEPRECATION',
       };
-      const columns = Object.keys(header) as (keyof typeof header)[];
-      const widths = columns.map((column) => Math.max(...[header, ...rows].map((row) => row[column].length)));
-      for (const row of [header, ...rows]) {
-        console.log(
-          columns
-            .map((column, index) => row[column].padEnd(widths[index] ?? 0))
-            .join('  ')
-            .trimEnd(),
-        );
-      }
+      printTable(header, rows);
     });
 };
 

@@ -2,8 +2,10 @@ import type { GrantType } from '../../config.ts';
 import type { AnyRoute } from '../route.ts';
 import { accountRoutes } from './account.ts';
 import { adminRoutes, userRoutes } from './accounts.ts';
+import { authorizeRoutes } from './authorize.ts';
 import { errorReportRoutes } from './error-report.ts';
 import { homeRoutes } from './home.ts';
+import { oauthClientRoutes } from './oauth-clients.ts';
 import { tokenRoutes } from './security.ts';
 
 /**
@@ -15,9 +17,11 @@ export function routeTable(grants: ReadonlySet<GrantType>): AnyRoute[] {
   return [
     ...homeRoutes,
     ...tokenRoutes(grants),
+    ...(grants.has('authorization_code') ? authorizeRoutes : []),
     ...errorReportRoutes,
     ...accountRoutes,
     ...userRoutes,
     ...adminRoutes,
+    ...oauthClientRoutes,
   ];
 }

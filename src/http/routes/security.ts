@@ -42,7 +42,7 @@ const TOKEN_ERRORS: Record<number, ResponseSpec> = Object.fromEntries(
 
 /**
  * The token request: one of the enabled grants' parameters, told apart by `grant_type`, as
- * JSON or as a form. It describes the body; the token endpoint checks it (see bodyCheckedBy).
+ * JSON or as a form. It describes the body; the token endpoint checks it (see checkedBy).
  */
 function tokenRequestSchema(grants: readonly Grant[]): TSchema {
   if (grants.length === 0) return Type.Object({ grant_type: Type.String() });
@@ -79,7 +79,7 @@ export function tokenRoutes(enabled: ReadonlySet<GrantType>): AnyRoute[] {
       permission: 'public',
       body: tokenRequestSchema(grants),
       bodyMediaTypes: ['application/json', 'application/x-www-form-urlencoded'],
-      bodyCheckedBy: 'handler',
+      checkedBy: 'handler',
       errors: 'oauth',
       responses: {
         200: { description: 'Tokens issued', schema: TokenResponseSchema, headers: NOT_CACHED_HEADERS },

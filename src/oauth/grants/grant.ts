@@ -5,6 +5,7 @@ import { InvalidGrant, InvalidRequest, InvalidScope } from '../../errors.ts';
 import type { AccountKind, OAuthClient, ScopeStore } from '../../stores/types.ts';
 import { compileValidator, type Validator } from '../../validation.ts';
 import type { AccessTokenService } from '../access-token.ts';
+import type { AuthorizationCodeService } from '../authorization-code.ts';
 import type { RefreshTokenService } from '../refresh-token.ts';
 
 /** RFC 6749 §5.1. `refresh_token` is absent for the client credentials grant (§4.4.3). */
@@ -20,6 +21,7 @@ export interface GrantDependencies {
   sessions: Sessions;
   accessTokens: AccessTokenService;
   refreshTokens: RefreshTokenService;
+  authorizationCodes: AuthorizationCodeService;
 }
 
 /** Parameters every grant accepts: client credentials in the body (or HTTP Basic instead). */

@@ -32,7 +32,7 @@ export const passwordGrant: Grant = {
       credentialStamp: session.credentialStamp,
       client,
       scope,
-      withRefreshToken: true,
+      withRefreshToken: client.grants.includes('refresh_token'),
     });
   },
 };

@@ -1,4 +1,4 @@
-import type { ClientStore, OAuthClient, Scope, ScopeStore } from '../types.ts';
+import type { ClientChanges, ClientStore, OAuthClient, Scope, ScopeStore } from '../types.ts';
 
 export class MemoryClientStore implements ClientStore {
   readonly #byName = new Map<string, OAuthClient>();
@@ -8,17 +8,32 @@ export class MemoryClientStore implements ClientStore {
     return client ? structuredClone(client) : null;
   }
 
+  async list(): Promise<OAuthClient[]> {
+    return [...this.#byName.values()]
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      .map((client) => structuredClone(client));
+  }
+
   async createIfAbsent(client: OAuthClient): Promise<boolean> {
     if (this.#byName.has(client.name)) return false;
     this.#byName.set(client.name, structuredClone(client));
     return true;
   }
 
-  async updateSecret(name: string, secretDigest: string): Promise<boolean> {
+  async update(name: string, changes: ClientChanges): Promise<OAuthClient | null> {
     const client = this.#byName.get(name);
-    if (!client) return false;
-    client.secretDigest = secretDigest;
-    return true;
+    if (!client) return null;
+    // Only the changeable fields, as the MongoDB store writes them.
+    const { secretDigest, redirectUris, grants, updatedAt } = structuredClone(changes);
+    if (secretDigest !== undefined) client.secretDigest = secretDigest;
+    if (redirectUris !== undefined) client.redirectUris = redirectUris;
+    if (grants !== undefined) client.grants = grants;
+    if (updatedAt !== undefined) client.updatedAt = updatedAt;
+    return structuredClone(client);
+  }
+
+  async delete(name: string): Promise<boolean> {
+    return this.#byName.delete(name);
   }
 }
 

@@ -1,14 +1,33 @@
 import type { Collection } from 'mongodb';
-import type { AccountKind, ClientStore, OAuthClient, Scope, ScopeStore } from '../types.ts';
+import {
+  type AccountKind,
+  type ClientChanges,
+  type ClientStore,
+  type ClientType,
+  type GrantType,
+  LEGACY_CLIENT_GRANTS,
+  type OAuthClient,
+  type Scope,
+  type ScopeStore,
+} from '../types.ts';
 import { isDuplicateKey } from './accounts.ts';
 
-/** A client under its UUID; the unique index on `name` is what `createIfAbsent` relies on. */
+/**
+ * A client under its UUID; the unique index on `name` is what `createIfAbsent` relies on.
+ * `type`, `redirectUris`, `grants` and `updatedAt` are absent from clients stored before
+ * they existed, which read as what such a client was: confidential, with every grant of
+ * that time and no redirect URI.
+ */
 export interface ClientDoc {
   _id: string;
   name: string;
-  secretDigest: string;
+  type?: ClientType;
+  secretDigest: string | null;
   accountKind: AccountKind;
+  redirectUris?: string[];
+  grants?: GrantType[];
   createdAt: Date;
+  updatedAt?: Date;
 }
 
 /** A scope has no id of its own, so its name is the `_id` and uniqueness comes for free. */
@@ -16,6 +35,22 @@ export interface ScopeDoc {
   _id: string;
   description: string;
 }
+
+function toClient(doc: ClientDoc): OAuthClient {
+  return {
+    id: doc._id,
+    name: doc.name,
+    type: doc.type ?? 'confidential',
+    secretDigest: doc.secretDigest,
+    accountKind: doc.accountKind,
+    redirectUris: doc.redirectUris ?? [],
+    grants: doc.grants ?? [...LEGACY_CLIENT_GRANTS],
+    createdAt: doc.createdAt,
+    updatedAt: doc.updatedAt ?? doc.createdAt,
+  };
+}
+
+const CHANGEABLE = ['secretDigest', 'redirectUris', 'grants', 'updatedAt'] as const;
 
 export class MongoClientStore implements ClientStore {
   readonly #collection: Collection<ClientDoc>;
@@ -26,26 +61,20 @@ export class MongoClientStore implements ClientStore {
 
   async findByName(name: string): Promise<OAuthClient | null> {
     const doc = await this.#collection.findOne({ name });
-    if (!doc) return null;
-    return {
-      id: doc._id,
-      name: doc.name,
-      secretDigest: doc.secretDigest,
-      accountKind: doc.accountKind,
-      createdAt: doc.createdAt,
-    };
+    return doc ? toClient(doc) : null;
+  }
+
+  async list(): Promise<OAuthClient[]> {
+    // Binary order, as the memory store compares: FerretDB has no collations.
+    const docs = await this.#collection.find({}).sort({ name: 1 }).toArray();
+    return docs.map(toClient);
   }
 
   async createIfAbsent(client: OAuthClient): Promise<boolean> {
     // Insert-and-catch so concurrent seeders create it once and never overwrite it.
     try {
-      await this.#collection.insertOne({
-        _id: client.id,
-        name: client.name,
-        secretDigest: client.secretDigest,
-        accountKind: client.accountKind,
-        createdAt: client.createdAt,
-      });
+      const { id, ...fields } = client;
+      await this.#collection.insertOne({ _id: id, ...fields });
       return true;
     } catch (error) {
       if (isDuplicateKey(error)) return false;
@@ -53,9 +82,18 @@ export class MongoClientStore implements ClientStore {
     }
   }
 
-  async updateSecret(name: string, secretDigest: string): Promise<boolean> {
-    const result = await this.#collection.updateOne({ name }, { $set: { secretDigest } });
-    return result.matchedCount === 1;
+  async update(name: string, changes: ClientChanges): Promise<OAuthClient | null> {
+    // Only known fields are copied, so a stray `_id` or `name` cannot be written.
+    const set: Partial<ClientDoc> = {};
+    for (const key of CHANGEABLE) if (changes[key] !== undefined) Object.assign(set, { [key]: changes[key] });
+    if (Object.keys(set).length === 0) return this.findByName(name);
+    const doc = await this.#collection.findOneAndUpdate({ name }, { $set: set }, { returnDocument: 'after' });
+    return doc ? toClient(doc) : null;
+  }
+
+  async delete(name: string): Promise<boolean> {
+    const result = await this.#collection.deleteOne({ name });
+    return result.deletedCount === 1;
   }
 }
 

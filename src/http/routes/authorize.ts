@@ -1,0 +1,169 @@
+import { Type } from '@sinclair/typebox';
+import type { AuthorizationStep } from '../../oauth/authorization.ts';
+import { HTML, HTML_MEDIA_TYPE, pageHeaders, STYLESHEET, STYLESHEET_PATH } from '../pages/page.ts';
+import { AUTHORIZE_PATH, signInPage } from '../pages/sign-in.ts';
+import { type AnyRoute, defineRoute, type HeaderSpec, type Reply, type ResponseSpec } from '../route.ts';
+
+/**
+ * The authorization endpoint (RFC 6749 §3.1) and its sign-in page: pages for a person in a
+ * browser, so every answer, a failure too, is a page or a redirect, never JSON.
+ */
+
+const PAGE = Type.String({ description: 'An HTML page' });
+
+/** What every page is sent with (see pageHeaders). */
+const PAGE_HEADERS: Record<string, HeaderSpec> = {
+  'Content-Security-Policy': {
+    description:
+      "`default-src 'none'; style-src 'self'; form-action 'self' <origin of the redirect URI>; frame-ancestors 'none'; …`",
+    schema: Type.String({ pattern: "^default-src 'none'; .*frame-ancestors 'none'" }),
+    required: true,
+  },
+  'X-Frame-Options': { description: 'No page is ever framed', schema: Type.Literal('DENY'), required: true },
+  'Cache-Control': {
+    description: 'Pages are never cached',
+    schema: Type.Literal('no-store'),
+    required: true,
+  },
+};
+
+const page = (description: string): ResponseSpec => ({
+  description,
+  schema: PAGE,
+  contentType: HTML_MEDIA_TYPE,
+  headers: PAGE_HEADERS,
+});
+
+/** RFC 6749 §4.1.2 and RFC 9207: back to the client, with `iss` and the request's `state`. */
+const redirect = (description: string, query: string): ResponseSpec => ({
+  description,
+  headers: {
+    Location: {
+      description: `The redirect URI of the request with ${query}, \`state\` (when the request had one) and \`iss\``,
+      schema: Type.String({ format: 'uri' }),
+      required: true,
+    },
+  },
+});
+
+const FAILURE_PAGES = {
+  413: page('Request body too large'),
+  415: page('The form must be application/x-www-form-urlencoded'),
+  500: page('Unexpected error; the details go to the error log only'),
+  503: page('A backend is unavailable; the page says to try again shortly'),
+};
+
+const AuthorizationQuery = Type.Object({
+  response_type: Type.Literal('code', {
+    description: 'Only `code`: the implicit grant (`token`) is refused',
+  }),
+  client_id: Type.String({ description: 'A client registered with the authorization_code grant' }),
+  redirect_uri: Type.String({
+    description:
+      "One of the client's redirect URIs, exactly (for http://127.0.0.1 and http://[::1], any port)",
+  }),
+  scope: Type.String({ description: 'Space-delimited scopes; the only registered scope is `api`' }),
+  state: Type.Optional(Type.String({ description: 'Handed back untouched in the redirect' })),
+  code_challenge: Type.String({
+    pattern: '^[A-Za-z0-9_-]{43}$',
+    description: 'RFC 7636: BASE64URL(SHA256(code_verifier))',
+  }),
+  code_challenge_method: Type.Literal('S256', { description: '`plain` is refused' }),
+});
+
+const SignInBody = Type.Object(
+  {
+    csrf_token: Type.String({
+      description: 'The one-time value of the form: names the authorization request, used up by this post',
+    }),
+    username: Type.String({ minLength: 1, maxLength: 320 }),
+    password: Type.String({ minLength: 1, maxLength: 1024 }),
+  },
+  { additionalProperties: false, description: 'The sign-in form, as the browser posts it' },
+);
+
+function reply(step: AuthorizationStep): Reply {
+  if (step.outcome === 'redirect')
+    // 303: the browser follows with a GET, never posting the password again (RFC 9700 §4.12).
+    return { status: 303, headers: { Location: step.location, ...pageHeaders() } };
+  const { form } = step;
+  return {
+    status: form.error === undefined ? 200 : 400,
+    contentType: HTML,
+    text: signInPage(form),
+    headers: pageHeaders([form.redirectOrigin]),
+  };
+}
+
+export const authorizeRoutes: readonly AnyRoute[] = [
+  defineRoute({
+    method: 'GET',
+    path: AUTHORIZE_PATH,
+    name: 'security::authorize',
+    summary: 'Start the authorization code grant with PKCE: the sign-in page',
+    tags: ['security'],
+    permission: 'public',
+    query: AuthorizationQuery,
+    checkedBy: 'handler',
+    errors: 'page',
+    responses: {
+      200: page("The sign-in page, with the client's name"),
+      303: redirect(
+        'A refused request whose client and redirect URI are known good, back to that redirect URI',
+        '`error` and `error_description`',
+      ),
+      400: page('The client or the redirect URI is wrong: the page says so and redirects nowhere'),
+      500: FAILURE_PAGES[500],
+      503: FAILURE_PAGES[503],
+    },
+    handler: async ({ query }, { authorization }) => reply(await authorization.begin(query)),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: AUTHORIZE_PATH,
+    name: 'security::sign-in',
+    summary: 'Sign in with the form of the sign-in page; on success, back to the client with a code',
+    tags: ['security'],
+    permission: 'public',
+    body: SignInBody,
+    bodyMediaTypes: ['application/x-www-form-urlencoded'],
+    errors: 'page',
+    responses: {
+      303: redirect('Signed in: back to the client', 'the authorization `code`'),
+      400: page(
+        'Invalid credentials: the form again, for the same request; or a page saying the form expired, ' +
+          'was used already or is incomplete',
+      ),
+      ...FAILURE_PAGES,
+    },
+    handler: async ({ body }, { authorization }) =>
+      reply(
+        await authorization.signIn({
+          csrfToken: body.csrf_token,
+          username: body.username,
+          password: body.password,
+        }),
+      ),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: STYLESHEET_PATH,
+    name: 'security::stylesheet',
+    summary: 'The stylesheet of the sign-in page',
+    tags: ['security'],
+    permission: 'public',
+    responses: {
+      200: {
+        description: 'CSS',
+        schema: Type.String({ description: 'A stylesheet' }),
+        contentType: 'text/css',
+      },
+    },
+    handler: () => ({
+      status: 200,
+      contentType: 'text/css; charset=utf-8',
+      text: STYLESHEET,
+      headers: { 'Cache-Control': 'public, max-age=3600' },
+    }),
+  }),
+];

@@ -1,0 +1,46 @@
+import { digestOneTimeSecret, isOneTimeSecretShaped, newOneTimeSecret } from '../one-time-secrets.ts';
+import type { AuthorizationCodeGrant, AuthorizationStore } from '../stores/types.ts';
+import { newFamilyId } from './refresh-token.ts';
+
+/**
+ * Authorization codes (RFC 6749 §4.1.2): 256 random bits, single use, short-lived. The store
+ * sees only their digest. Each code is given the refresh-token family its tokens will be
+ * issued in, so that presenting it a second time can revoke them.
+ */
+export interface AuthorizationCodeService {
+  issueCode(grant: Omit<AuthorizationCodeGrant, 'familyId' | 'expiresAt'>): Promise<string>;
+  /** The grant of an unexpired code, used or not; null for anything else. */
+  findCode(code: string): Promise<AuthorizationCodeGrant | null>;
+  consumeCode(code: string): Promise<'consumed' | 'reused' | 'unknown'>;
+  /** Whether the code was presented again since it was consumed. */
+  wasReused(code: string): Promise<boolean>;
+}
+
+export function createAuthorizationCodeService(options: {
+  store: AuthorizationStore;
+  ttlSeconds: number;
+  now?: () => number;
+}): AuthorizationCodeService {
+  const { store, ttlSeconds } = options;
+  const now = options.now ?? Date.now;
+  return {
+    async issueCode(grant) {
+      const { secret, digest } = newOneTimeSecret();
+      await store.saveCode(digest, {
+        ...grant,
+        familyId: newFamilyId(),
+        expiresAt: now() + ttlSeconds * 1000,
+      });
+      return secret;
+    },
+    async findCode(code) {
+      return isOneTimeSecretShaped(code) ? store.findCode(digestOneTimeSecret(code)) : null;
+    },
+    async consumeCode(code) {
+      return isOneTimeSecretShaped(code) ? store.consumeCode(digestOneTimeSecret(code)) : 'unknown';
+    },
+    async wasReused(code) {
+      return isOneTimeSecretShaped(code) && store.wasReused(digestOneTimeSecret(code));
+    },
+  };
+}

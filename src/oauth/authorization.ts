@@ -1,0 +1,182 @@
+import type { Sessions } from '../accounts/sessions.ts';
+import {
+  InvalidAuthorizationRequest,
+  InvalidRequest,
+  Problem,
+  UnauthorizedClient,
+  UnsupportedResponseType,
+} from '../errors.ts';
+import type {
+  AccountKind,
+  AuthorizationStore,
+  ClientStore,
+  OAuthClient,
+  ScopeStore,
+} from '../stores/types.ts';
+import type { AuthorizationCodeService } from './authorization-code.ts';
+import { CODE_CHALLENGE } from './pkce.ts';
+import { isRegisteredRedirectUri, withResponseParameters } from './redirect-uri.ts';
+import { resolveScope } from './scope.ts';
+import type { AuthorizationRequest, RequestSealer } from './sealed-request.ts';
+
+/**
+ * The authorization endpoint (RFC 6749 §4.1.1, §4.1.2) for first-party apps: it checks the
+ * request, asks for the password on a sign-in form, and sends the browser back to the app
+ * with a code. There is no consent step (every client is registered by a superuser) and no
+ * sign-in session: each authorization asks for the password again.
+ */
+
+/** What the sign-in page shows, and the one-time value its form sends back. */
+export interface SignInForm {
+  /**
+   * The anti-CSRF value: the authorization request the service checked, sealed, usable once.
+   * A form posted without one that is current signs nobody in.
+   */
+  csrfToken: string;
+  clientName: string;
+  /** Which account store signs in: users by their email address, administrators by name. */
+  accountKind: AccountKind;
+  /** Where the browser goes after the sign-in, which the page's CSP must let the form reach. */
+  redirectOrigin: string;
+  /** After a refused attempt: why, and the name that was typed. */
+  error?: string;
+  username?: string;
+}
+
+export type AuthorizationStep =
+  | { outcome: 'sign-in'; form: SignInForm }
+  /** 303 to this URI: the app's redirect URI with `code` or `error`, `state` and `iss`. */
+  | { outcome: 'redirect'; location: string };
+
+export interface SignInAttempt {
+  csrfToken: string;
+  username: string;
+  password: string;
+}
+
+export type AuthorizationEndpoint = ReturnType<typeof createAuthorizationEndpoint>;
+
+export function createAuthorizationEndpoint(deps: {
+  clients: ClientStore;
+  scopes: ScopeStore;
+  sessions: Pick<Sessions, 'start'>;
+  sealer: RequestSealer;
+  store: Pick<AuthorizationStore, 'useOnce'>;
+  codes: Pick<AuthorizationCodeService, 'issueCode'>;
+  /** RFC 9207: `iss` of every authorization response. */
+  issuer: string;
+}) {
+  const { clients, scopes, sessions, sealer, store, codes, issuer } = deps;
+
+  /** The form that continues the request, with a new one-time value. */
+  function signInForm(
+    client: OAuthClient,
+    request: AuthorizationRequest,
+    refused?: { error: string; username: string },
+  ): AuthorizationStep {
+    const form: SignInForm = {
+      csrfToken: sealer.seal(request),
+      clientName: client.name,
+      accountKind: client.accountKind,
+      redirectOrigin: new URL(request.redirectUri).origin,
+      ...refused,
+    };
+    return { outcome: 'sign-in', form };
+  }
+
+  function redirect(redirectUri: string, parameters: Record<string, string | null>): AuthorizationStep {
+    return {
+      outcome: 'redirect',
+      location: withResponseParameters(redirectUri, { ...parameters, iss: issuer }),
+    };
+  }
+
+  return {
+    /**
+     * `GET /security/authorize`. The client and the redirect URI are checked first: until
+     * both are known good, a refusal is told on the page and nobody is redirected (§4.1.2.1).
+     * Every later refusal goes back to the app as an error response.
+     */
+    async begin(query: URLSearchParams): Promise<AuthorizationStep> {
+      const client = await clients.findByName(once(query, 'client_id') ?? '');
+      if (!client) throw new InvalidAuthorizationRequest('The application (client_id) is not registered');
+      const redirectUri = once(query, 'redirect_uri');
+      if (redirectUri === null || !isRegisteredRedirectUri(redirectUri, client.redirectUris))
+        throw new InvalidAuthorizationRequest(
+          'The redirect_uri is not registered for this application, so the sign-in cannot send you back to it',
+        );
+      const state = once(query, 'state');
+      let checked: { scope: string; codeChallenge: string };
+      try {
+        checked = await checkRequest(client, query);
+      } catch (error) {
+        if (!(error instanceof Problem) || error.oauthError === undefined) throw error;
+        return redirect(redirectUri, { error: error.oauthError, error_description: error.detail, state });
+      }
+      return signInForm(client, { clientName: client.name, redirectUri, state, ...checked });
+    },
+
+    /**
+     * `POST /security/authorize`: the form's one-time value is used up whatever the outcome.
+     * The password is checked as the password grant checks it (same store, same message,
+     * same time for unknown accounts); a refusal shows the form again with a new value, for
+     * the same request.
+     */
+    async signIn(attempt: SignInAttempt): Promise<AuthorizationStep> {
+      const sealed = sealer.open(attempt.csrfToken);
+      if (!sealed || !(await store.useOnce(sealed.id, sealed.expiresAt)))
+        throw new InvalidAuthorizationRequest(
+          'This sign-in form has expired or was already used. Go back to the application and sign in again.',
+        );
+      const { id: _id, expiresAt: _expiresAt, ...request } = sealed;
+      // The client may have been changed or deleted while the form was open.
+      const client = await clients.findByName(request.clientName);
+      if (
+        !client?.grants.includes('authorization_code') ||
+        !isRegisteredRedirectUri(request.redirectUri, client.redirectUris)
+      )
+        throw new InvalidAuthorizationRequest('The application no longer accepts this sign-in');
+      const session = await sessions.start(client.accountKind, attempt.username, attempt.password);
+      if (!session)
+        return signInForm(client, request, { error: 'Invalid credentials', username: attempt.username });
+      const code = await codes.issueCode({
+        clientId: client.id,
+        redirectUri: request.redirectUri,
+        codeChallenge: request.codeChallenge,
+        accountKind: client.accountKind,
+        subject: session.account.id,
+        scope: request.scope,
+        credentialStamp: session.credentialStamp,
+      });
+      return redirect(request.redirectUri, { code, state: request.state });
+    },
+  };
+
+  /** The checks after the client and the redirect URI, in the order RFC 6749 §4.1.2.1 lists the errors. */
+  async function checkRequest(
+    client: OAuthClient,
+    query: URLSearchParams,
+  ): Promise<{ scope: string; codeChallenge: string }> {
+    // §3.1: no parameter may be repeated.
+    for (const name of new Set(query.keys()))
+      if (query.getAll(name).length > 1) throw new InvalidRequest(`Parameter ${name} must not be repeated`);
+    const responseType = once(query, 'response_type');
+    if (responseType === null) throw new InvalidRequest('Missing parameter: response_type');
+    if (responseType !== 'code') throw new UnsupportedResponseType();
+    if (!client.grants.includes('authorization_code'))
+      throw new UnauthorizedClient('The client may not use the authorization code grant');
+    if (once(query, 'code_challenge_method') !== 'S256')
+      throw new InvalidRequest('PKCE is required: code_challenge with code_challenge_method=S256');
+    const codeChallenge = once(query, 'code_challenge') ?? '';
+    if (!CODE_CHALLENGE.test(codeChallenge))
+      throw new InvalidRequest('code_challenge must be the 43-character BASE64URL(SHA256(code_verifier))');
+    const scope = await resolveScope(once(query, 'scope') ?? '', scopes);
+    return { scope, codeChallenge };
+  }
+}
+
+/** A parameter's value; a repeated one counts as absent, and so does an empty one (§3.1). */
+function once(query: URLSearchParams, name: string): string | null {
+  const values = query.getAll(name);
+  return values.length === 1 && values[0] ? values[0] : null;
+}

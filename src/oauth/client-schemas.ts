@@ -1,0 +1,69 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { CLIENT_TYPES, GRANT_TYPES } from '../stores/types.ts';
+import { Literals } from '../validation.ts';
+import { MAX_REDIRECT_URI_LENGTH } from './redirect-uri.ts';
+
+/**
+ * The request bodies of the client routes, which the CLI commands check their options with
+ * too. They refuse unknown members. Rules that span fields (a public client's grants, the
+ * redirect URIs the authorization code grant needs) are the client service's.
+ */
+
+export const ClientName = Type.String({
+  pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$',
+  description: 'The client_id',
+  errorMessage: 'Must be 1 to 64 letters, digits or . _ - characters, starting with a letter or digit',
+});
+
+export const ClientTypeSchema = Literals(CLIENT_TYPES, {
+  description: '`confidential`: has a secret; `public` (a browser or native app): has none',
+  errorMessage: `Must be ${CLIENT_TYPES.join(' or ')}`,
+});
+
+export const RedirectUris = Type.Array(Type.String({ minLength: 1, maxLength: MAX_REDIRECT_URI_LENGTH }), {
+  maxItems: 20,
+  uniqueItems: true,
+  description:
+    'Exact redirect URIs of the authorization code grant: https, or http://127.0.0.1 or http://[::1] ' +
+    '(any port) for a native app',
+  errorMessage: 'Must be a list of at most 20 distinct URIs',
+});
+
+export const ClientGrants = Type.Array(Literals(GRANT_TYPES), {
+  minItems: 1,
+  uniqueItems: true,
+  description: 'The grants the client may use',
+  errorMessage: `Must be a non-empty list of distinct grants: ${GRANT_TYPES.join(', ')}`,
+});
+
+export const ClientAccounts = Literals(['user', 'admin'] as const, {
+  description: 'The account store the client signs people in to',
+  errorMessage: 'Must be user or admin',
+});
+
+export const CreateClientBody = Type.Object(
+  {
+    name: ClientName,
+    type: ClientTypeSchema,
+    redirectUris: Type.Optional(RedirectUris),
+    grants: ClientGrants,
+    accounts: ClientAccounts,
+  },
+  { additionalProperties: false, description: 'A new OAuth client' },
+);
+
+export const UpdateClientBody = Type.Object(
+  {
+    redirectUris: Type.Optional(RedirectUris),
+    grants: Type.Optional(ClientGrants),
+    rotateSecret: Type.Optional(
+      Type.Boolean({
+        description: 'true: a new secret, shown once in the answer; the old one stops working',
+      }),
+    ),
+  },
+  { additionalProperties: false, description: 'The fields to change' },
+);
+
+export type NewClient = Static<typeof CreateClientBody>;
+export type ClientUpdate = Static<typeof UpdateClientBody>;

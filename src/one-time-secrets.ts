@@ -1,0 +1,21 @@
+import { createHash, randomBytes } from 'node:crypto';
+
+/**
+ * Secrets handed out to be presented once: the hashes of activation and reset links, the
+ * one-time value of a sign-in form, authorization codes. 256 random bits, base64url (43
+ * characters); only their SHA-256 digest is stored, so the store alone cannot produce one
+ * that works.
+ */
+export function newOneTimeSecret(): { secret: string; digest: string } {
+  const secret = randomBytes(32).toString('base64url');
+  return { secret, digest: digestOneTimeSecret(secret) };
+}
+
+export function digestOneTimeSecret(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+/** Whether a presented value can be such a secret at all; anything else is refused without a lookup. */
+export function isOneTimeSecretShaped(value: string): boolean {
+  return /^[A-Za-z0-9_-]{43}$/.test(value);
+}

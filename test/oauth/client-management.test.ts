@@ -1,0 +1,291 @@
+/**
+ * The registration of OAuth clients by superusers, over HTTP: what a client is made of, the
+ * secret that is shown once, the rules between its fields, and what deleting one ends.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { registerClient, SPA_REDIRECT, superuserToken } from '../support/authorization.ts';
+import { request, SEEDED_USER } from '../support/http.ts';
+import { backends, describeBackendSkip, startTestServer, type TestServer } from '../support/server.ts';
+
+describeBackendSkip();
+
+for (const backend of backends())
+  describe(`OAuth client management (${backend})`, () => {
+    let server: TestServer;
+    let token: string;
+    let counter = 0;
+    const unique = (prefix: string) => `${prefix}-${Date.now()}-${++counter}`;
+    const call = (method: string, path: string, json?: unknown) =>
+      request(server.url, method, path, { token, ...(json === undefined ? {} : { json }) });
+    /** A confidential client for the user accounts, registered through the API. */
+    const confidential = (name: string, grants: string[]) =>
+      call('POST', '/oauth-clients', { name, type: 'confidential', grants, accounts: 'user' });
+
+    before(async () => {
+      server = await startTestServer({ backend });
+      token = await superuserToken(server.url);
+    });
+    after(() => server.close());
+
+    test('a public client: 201 with Location, no secret, as the JSON body said', async () => {
+      const name = unique('spa');
+      const created = await call('POST', '/oauth-clients', {
+        name,
+        type: 'public',
+        redirectUris: [SPA_REDIRECT],
+        grants: ['authorization_code', 'refresh_token'],
+        accounts: 'user',
+      });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      assert.equal(created.headers.get('location'), `/oauth-clients/${name}`);
+      assert.equal(created.headers.get('content-type'), 'application/hal+json');
+      const { createdAt, updatedAt, ...rest } = created.body;
+      assert.deepEqual(rest, {
+        name,
+        type: 'public',
+        accounts: 'user',
+        grants: ['authorization_code', 'refresh_token'],
+        redirectUris: [SPA_REDIRECT],
+        _links: { self: { href: `/oauth-clients/${name}` } },
+      });
+      assert.equal(createdAt, updatedAt);
+      const read = await call('GET', `/oauth-clients/${name}`);
+      assert.deepEqual(read.body, created.body);
+    });
+
+    test("a confidential client's secret has 256 bits, works, and appears in the creation answer only", async () => {
+      const name = unique('machine');
+      const created = await confidential(name, ['client_credentials']);
+      assert.equal(created.status, 201);
+      assert.equal(created.headers.get('cache-control'), 'no-store');
+      const secret = String(created.body.secret);
+      assert.match(secret, /^[A-Za-z0-9_-]{43}$/);
+      assert.equal(Buffer.from(secret, 'base64url').length, 32);
+      assert.deepEqual(created.body.redirectUris, []);
+
+      const tokens = await request(server.url, 'POST', '/security/generate-token', {
+        form: { grant_type: 'client_credentials', scope: 'api', client_id: name, client_secret: secret },
+      });
+      assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
+
+      assert.equal((await call('GET', `/oauth-clients/${name}`)).body.secret, undefined);
+      const listed = await call('GET', '/oauth-clients');
+      const clients = (listed.body._embedded as { 'oauth-clients': Record<string, unknown>[] })[
+        'oauth-clients'
+      ];
+      assert.ok(clients.some((client) => client.name === name));
+      assert.ok(clients.every((client) => client.secret === undefined));
+      assert.ok(!JSON.stringify(listed.body).includes(secret));
+    });
+
+    test('the list holds every client, the seeded ones too, ordered by name', async () => {
+      const listed = await call('GET', '/oauth-clients');
+      assert.equal(listed.status, 200);
+      const clients = (listed.body._embedded as { 'oauth-clients': { name: string }[] })['oauth-clients'];
+      const names = clients.map((client) => client.name);
+      assert.deepEqual(names, [...names].sort());
+      assert.equal(listed.body.total, names.length);
+      const frontend = clients.find((client) => client.name === 'frontend');
+      assert.deepEqual(frontend && { ...frontend, createdAt: 0, updatedAt: 0 }, {
+        name: 'frontend',
+        type: 'confidential',
+        accounts: 'user',
+        grants: ['password', 'refresh_token', 'client_credentials'],
+        redirectUris: [],
+        createdAt: 0,
+        updatedAt: 0,
+        _links: { self: { href: '/oauth-clients/frontend' } },
+      });
+    });
+
+    test('rotateSecret gives a new secret once; the old one stops working', async () => {
+      const name = unique('rotating');
+      const created = await confidential(name, ['client_credentials']);
+      const rotated = await call('PATCH', `/oauth-clients/${name}`, { rotateSecret: true });
+      assert.equal(rotated.status, 200);
+      assert.equal(rotated.headers.get('cache-control'), 'no-store');
+      assert.notEqual(rotated.body.secret, created.body.secret);
+      const grant = (secret: unknown) =>
+        request(server.url, 'POST', '/security/generate-token', {
+          form: {
+            grant_type: 'client_credentials',
+            scope: 'api',
+            client_id: name,
+            client_secret: String(secret),
+          },
+        });
+      assert.equal((await grant(created.body.secret)).status, 401);
+      assert.equal((await grant(rotated.body.secret)).status, 200);
+      const unchanged = await call('PATCH', `/oauth-clients/${name}`, {});
+      assert.equal(unchanged.body.secret, undefined);
+    });
+
+    test('PATCH changes the redirect URIs and the grants', async () => {
+      const { name } = await registerClient(server.url, token, { name: unique('spa'), type: 'public' });
+      const changed = await call('PATCH', `/oauth-clients/${name}`, {
+        redirectUris: ['https://app.example.test/other', 'http://127.0.0.1/callback'],
+        grants: ['authorization_code'],
+      });
+      assert.equal(changed.status, 200, JSON.stringify(changed.body));
+      assert.deepEqual(changed.body.redirectUris, [
+        'https://app.example.test/other',
+        'http://127.0.0.1/callback',
+      ]);
+      assert.deepEqual(changed.body.grants, ['authorization_code']);
+      assert.notEqual(changed.body.updatedAt, changed.body.createdAt);
+      assert.deepEqual((await call('GET', `/oauth-clients/${name}`)).body, changed.body);
+    });
+
+    describe('what a client cannot be: 400 naming the field, nothing stored', () => {
+      const valid = {
+        type: 'public',
+        redirectUris: [SPA_REDIRECT],
+        grants: ['authorization_code'],
+        accounts: 'user',
+      };
+      const cases: [string, Record<string, unknown>, string][] = [
+        ['an unknown member', { ...valid, secret: 'chosen' }, 'secret'],
+        ['a name with a space', { ...valid, name: 'my app' }, 'name'],
+        ['an unknown type', { ...valid, type: 'trusted' }, 'type'],
+        ['an unknown grant', { ...valid, grants: ['implicit'] }, 'grants.0'],
+        ['no grant', { ...valid, grants: [] }, 'grants'],
+        ['a public client with the password grant', { ...valid, grants: ['password'] }, 'grants'],
+        ['a public client with client credentials', { ...valid, grants: ['client_credentials'] }, 'grants'],
+        ['the code grant without redirect URIs', { ...valid, redirectUris: [] }, 'redirectUris'],
+        ['a relative redirect URI', { ...valid, redirectUris: ['/callback'] }, 'redirectUris.0'],
+        ['plain http', { ...valid, redirectUris: ['http://app.example.test/cb'] }, 'redirectUris.0'],
+        ['http on localhost', { ...valid, redirectUris: ['http://localhost:8080/cb'] }, 'redirectUris.0'],
+        ['a fragment', { ...valid, redirectUris: ['https://app.example.test/cb#x'] }, 'redirectUris.0'],
+        [
+          'another form of the URI',
+          { ...valid, redirectUris: ['HTTPS://app.example.test/cb'] },
+          'redirectUris.0',
+        ],
+        [
+          'credentials in the URI',
+          { ...valid, redirectUris: ['https://u:p@app.example.test/cb'] },
+          'redirectUris.0',
+        ],
+        ['a private-use scheme', { ...valid, redirectUris: ['com.example.app:/cb'] }, 'redirectUris.0'],
+        ['a repeated redirect URI', { ...valid, redirectUris: [SPA_REDIRECT, SPA_REDIRECT] }, 'redirectUris'],
+        ['another account store', { ...valid, accounts: 'robots' }, 'accounts'],
+      ];
+      for (const [name, body, field] of cases) {
+        test(name, async () => {
+          const clientName = unique('invalid');
+          const refused = await call('POST', '/oauth-clients', { name: clientName, ...body });
+          assert.equal(refused.status, 400, JSON.stringify(refused.body));
+          assert.equal(refused.headers.get('content-type'), 'application/problem+json');
+          assert.ok(
+            Object.keys(refused.body.errors as object).includes(field),
+            `${field} in ${JSON.stringify(refused.body.errors)}`,
+          );
+          assert.equal((await call('GET', `/oauth-clients/${clientName}`)).status, 404);
+        });
+      }
+
+      test('a public client has no secret to rotate; a change must leave the client consistent', async () => {
+        const { name } = await registerClient(server.url, token, { name: unique('spa'), type: 'public' });
+        const rotate = await call('PATCH', `/oauth-clients/${name}`, { rotateSecret: true });
+        assert.equal(rotate.status, 400);
+        assert.ok('rotateSecret' in (rotate.body.errors as object));
+        const noUris = await call('PATCH', `/oauth-clients/${name}`, { redirectUris: [] });
+        assert.equal(noUris.status, 400);
+        const password = await call('PATCH', `/oauth-clients/${name}`, { grants: ['password'] });
+        assert.equal(password.status, 400);
+        const renamed = await call('PATCH', `/oauth-clients/${name}`, { name: 'other' });
+        assert.equal(renamed.status, 400);
+        assert.deepEqual((await call('GET', `/oauth-clients/${name}`)).body.redirectUris, [SPA_REDIRECT]);
+      });
+    });
+
+    test('a name taken is 409; an unknown client 404', async () => {
+      const taken = await call('POST', '/oauth-clients', {
+        name: 'frontend',
+        type: 'public',
+        grants: ['refresh_token'],
+        accounts: 'user',
+      });
+      assert.equal(taken.status, 409);
+      for (const [method, body] of [
+        ['GET', undefined],
+        ['PATCH', { grants: ['password'] }],
+        ['DELETE', undefined],
+      ] as const) {
+        assert.equal((await call(method, '/oauth-clients/no-such-client', body)).status, 404, method);
+      }
+    });
+
+    test('deleting a client refuses its tokens from then on', async () => {
+      const name = unique('machine');
+      const created = await confidential(name, ['password', 'refresh_token']);
+      const credentials = { client_id: name, client_secret: String(created.body.secret) };
+      const login = await request(server.url, 'POST', '/security/generate-token', {
+        json: { grant_type: 'password', scope: 'api', ...credentials, ...SEEDED_USER },
+      });
+      assert.equal(login.status, 200);
+      assert.equal((await call('DELETE', `/oauth-clients/${name}`)).status, 204);
+      assert.equal((await call('GET', `/oauth-clients/${name}`)).status, 404);
+      const refresh = await request(server.url, 'POST', '/security/refresh-token', {
+        json: {
+          grant_type: 'refresh_token',
+          refresh_token: String(login.body.refresh_token),
+          ...credentials,
+        },
+      });
+      assert.equal(refresh.status, 401);
+      assert.equal(refresh.body.error, 'invalid_client');
+    });
+
+    test('a client without the refresh_token grant gets no refresh token', async () => {
+      const name = unique('no-refresh');
+      const created = await confidential(name, ['password']);
+      const login = await request(server.url, 'POST', '/security/generate-token', {
+        json: {
+          grant_type: 'password',
+          scope: 'api',
+          client_id: name,
+          client_secret: created.body.secret,
+          ...SEEDED_USER,
+        },
+      });
+      assert.equal(login.status, 200);
+      assert.equal(login.body.refresh_token, undefined);
+    });
+
+    test('the last client that signs administrators in cannot go, nor lose its sign-in grants', async () => {
+      const admins = (await call('GET', '/oauth-clients')).body._embedded as {
+        'oauth-clients': { name: string; accounts: string }[];
+      };
+      // The seeded `admin` client is the only one here that signs administrators in.
+      assert.deepEqual(
+        admins['oauth-clients'].filter((client) => client.accounts === 'admin').map((client) => client.name),
+        ['admin'],
+      );
+      const deleted = await call('DELETE', '/oauth-clients/admin');
+      assert.equal(deleted.status, 409);
+      const narrowed = await call('PATCH', '/oauth-clients/admin', { grants: ['client_credentials'] });
+      assert.equal(narrowed.status, 409);
+      // With another one, it can.
+      const console = await registerClient(server.url, token, {
+        name: unique('console'),
+        type: 'public',
+        accounts: 'admin',
+      });
+      assert.equal(
+        (await call('PATCH', '/oauth-clients/admin', { grants: ['client_credentials'] })).status,
+        200,
+      );
+      assert.equal((await call('DELETE', `/oauth-clients/${console.name}`)).status, 409);
+      assert.equal(
+        (
+          await call('PATCH', '/oauth-clients/admin', {
+            grants: ['password', 'refresh_token', 'client_credentials'],
+          })
+        ).status,
+        200,
+      );
+      assert.equal((await call('DELETE', `/oauth-clients/${console.name}`)).status, 204);
+    });
+  });
