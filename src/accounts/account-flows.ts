@@ -2,8 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { NotFound, ServiceUnavailable, ValidationFailed } from '../errors.ts';
 import type { Mailer, MailMessage } from '../mail/mailer.ts';
 import { activationMessage, identityReminderMessage, passwordResetMessage } from '../mail/messages.ts';
-import type { OneTimeTokenPurpose, OneTimeTokenStore } from '../stores/one-time-tokens.ts';
-import type { Account, AccountStore, RefreshTokenStore } from '../stores/types.ts';
+import type {
+  Account,
+  AccountStore,
+  OneTimeTokenPurpose,
+  OneTimeTokenStore,
+  RefreshTokenStore,
+} from '../stores/types.ts';
 import { cleanName } from './management.ts';
 import { digestLinkHash, isLinkHashShaped, newLinkHash } from './one-time-links.ts';
 import type { PasswordHasher } from './password-hasher.ts';

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { Conflict, ValidationFailed } from '../errors.ts';
-import type { OneTimeTokenStore } from '../stores/one-time-tokens.ts';
 import type {
   Account,
   AccountChanges,
@@ -9,6 +8,7 @@ import type {
   AccountStatus,
   AccountStore,
   AdminRole,
+  OneTimeTokenStore,
   RefreshTokenStore,
 } from '../stores/types.ts';
 import type { PasswordHasher } from './password-hasher.ts';

@@ -8,8 +8,8 @@ import {
   ONE_TIME_TOKENS_COLLECTION,
   type OneTimeTokenDoc,
 } from '../../src/stores/mongo/one-time-tokens.ts';
-import type { OneTimeTokenStore } from '../../src/stores/one-time-tokens.ts';
 import { openStores } from '../../src/stores/open.ts';
+import type { OneTimeTokenStore } from '../../src/stores/types.ts';
 import { isolatedMongoUrl } from '../support/server.ts';
 
 interface Subject {
