@@ -1,6 +1,6 @@
 import type { Collection } from 'mongodb';
 import type { AccountKind, ClientStore, OAuthClient, Scope, ScopeStore } from '../types.ts';
-import { isDuplicateKey } from './accounts.ts';
+import { insertUnique } from './unique.ts';
 
 /** A client under its UUID; the unique index on `name` is what `createIfAbsent` relies on. */
 export interface ClientDoc {
@@ -37,20 +37,13 @@ export class MongoClientStore implements ClientStore {
   }
 
   async createIfAbsent(client: OAuthClient): Promise<boolean> {
-    // Insert-and-catch so concurrent seeders create it once and never overwrite it.
-    try {
-      await this.#collection.insertOne({
-        _id: client.id,
-        name: client.name,
-        secretDigest: client.secretDigest,
-        accountKind: client.accountKind,
-        createdAt: client.createdAt,
-      });
-      return true;
-    } catch (error) {
-      if (isDuplicateKey(error)) return false;
-      throw error;
-    }
+    return insertUnique(this.#collection, {
+      _id: client.id,
+      name: client.name,
+      secretDigest: client.secretDigest,
+      accountKind: client.accountKind,
+      createdAt: client.createdAt,
+    });
   }
 
   async updateSecret(name: string, secretDigest: string): Promise<boolean> {
@@ -72,12 +65,6 @@ export class MongoScopeStore implements ScopeStore {
   }
 
   async createIfAbsent(scope: Scope): Promise<boolean> {
-    try {
-      await this.#collection.insertOne({ _id: scope.name, description: scope.description });
-      return true;
-    } catch (error) {
-      if (isDuplicateKey(error)) return false;
-      throw error;
-    }
+    return insertUnique(this.#collection, { _id: scope.name, description: scope.description });
   }
 }
