@@ -26,6 +26,7 @@
 import { Redis } from 'ioredis';
 import { MongoClient, type MongoClientOptions, MongoError, MongoServerError } from 'mongodb';
 import { BackendUnavailable, Problem } from '../errors.ts';
+import { hostOf, messageWithoutPassword } from '../logging/redact-url.ts';
 import { MemoryRefreshTokenStore, memoryCatalogStores } from './memory/index.ts';
 import { ensureIndexes, type MongoCatalogStores, mongoCatalogStores } from './mongo/index.ts';
 import { RedisRefreshTokenStore } from './redis/refresh-tokens.ts';
@@ -103,7 +104,8 @@ async function openMongo(
     } catch (error) {
       await client.close().catch(() => {});
       // A timeout of our own says less than the driver's last complaint, so keep that one.
-      const reason = error instanceof TimeoutError && lastReason ? lastReason : redact(messageOf(error), url);
+      const reason =
+        error instanceof TimeoutError && lastReason ? lastReason : messageWithoutPassword(error, url);
       lastReason = reason;
       if (Date.now() >= deadline - 50) {
         throw new Error(`MongoDB at ${host} is unreachable: ${reason}`, { cause: error });
@@ -119,7 +121,8 @@ function watchMongo(client: MongoClient, url: string, log: (msg: string) => void
   const host = hostOf(url);
   let down = false;
   client.on('serverHeartbeatFailed', (event) => {
-    if (!down) log(`MongoDB at ${host} unreachable (${redact(messageOf(event.failure), url)}); reconnecting`);
+    if (!down)
+      log(`MongoDB at ${host} unreachable (${messageWithoutPassword(event.failure, url)}); reconnecting`);
     down = true;
   });
   client.on('serverHeartbeatSucceeded', () => {
@@ -150,7 +153,7 @@ async function openRedis(
   let down = false;
   let lastError = 'no connection yet';
   redis.on('error', (error: Error) => {
-    lastError = redact(messageOf(error), url);
+    lastError = messageWithoutPassword(error, url);
     if (!down) log(`Redis at ${host} unreachable (${lastError}); reconnecting`);
     down = true;
   });
@@ -263,35 +266,6 @@ function defaultsNotInUrl(url: string, defaults: Record<string, number>): Record
   const query = url.includes('?') ? url.slice(url.indexOf('?') + 1) : '';
   const inUrl = new Set([...new URLSearchParams(query).keys()].map((key) => key.toLowerCase()));
   return Object.fromEntries(Object.entries(defaults).filter(([key]) => !inUrl.has(key.toLowerCase())));
-}
-
-/** `host[:port][,host2...]` of a mongodb:// or redis:// URL, without credentials. */
-export function hostOf(url: string): string {
-  const rest = url.replace(/^[a-z+]+:\/\//i, '');
-  const authority = rest.split(/[/?]/, 1)[0] ?? '';
-  return authority.slice(authority.lastIndexOf('@') + 1) || 'localhost';
-}
-
-/** Removes the URL's password from a message, in case a driver ever echoes it. */
-function redact(message: string, url: string): string {
-  const rest = url.replace(/^[a-z+]+:\/\//i, '');
-  const authority = rest.split(/[/?]/, 1)[0] ?? '';
-  const at = authority.lastIndexOf('@');
-  if (at < 0) return message;
-  const userInfo = authority.slice(0, at);
-  const password = userInfo.slice(userInfo.indexOf(':') + 1);
-  if (!userInfo.includes(':') || password === '') return message;
-  let decoded = password;
-  try {
-    decoded = decodeURIComponent(password);
-  } catch {
-    // A malformed escape: only the raw form can appear.
-  }
-  return message.split(password).join('***').split(decoded).join('***');
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 function backoff(attempt: number, baseMs: number): number {
