@@ -1,14 +1,13 @@
 import { FormatRegistry, type TSchema } from '@sinclair/typebox';
 import { type TypeCheck, TypeCompiler } from '@sinclair/typebox/compiler';
 import { ValidationFailed } from '../errors.ts';
+import { isUuid } from '../ids.ts';
 
 // A pragmatic address check (the WHATWG one browsers use for <input type=email>).
 const EMAIL =
   /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)+$/;
 FormatRegistry.Set('email', (value) => EMAIL.test(value));
-FormatRegistry.Set('uuid', (value) =>
-  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value),
-);
+FormatRegistry.Set('uuid', isUuid);
 
 export type FieldErrors = Record<string, string[]>;
 
