@@ -11,6 +11,7 @@ import {
 } from '@sinclair/typebox';
 import { type TypeCheck, TypeCompiler } from '@sinclair/typebox/compiler';
 import { ValidationFailed } from './errors.ts';
+import { isUuid } from './ids.ts';
 
 /**
  * The schema compiler every layer validates with: request bodies and queries in the HTTP
@@ -23,10 +24,6 @@ const EMAIL =
   /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)+$/;
 FormatRegistry.Set('email', (value) => EMAIL.test(value));
 
-/** The one UUID check: a format of request schemas, and what an account id must look like. */
-export function isUuid(value: string): boolean {
-  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
-}
 FormatRegistry.Set('uuid', isUuid);
 
 TypeRegistry.Set<{ minimum: number; maximum: number }>(

@@ -1,6 +1,6 @@
 import { Conflict, Forbidden, NotFound, ValidationFailed } from '../errors.ts';
 import type { Actor } from '../identity.ts';
-import type { OneTimeTokenStore } from '../stores/one-time-tokens.ts';
+import { isUuid } from '../ids.ts';
 import type {
   Account,
   AccountChanges,
@@ -9,8 +9,8 @@ import type {
   AccountStatus,
   AccountStore,
   AdminRole,
+  OneTimeTokenStore,
 } from '../stores/types.ts';
-import { isUuid } from '../validation.ts';
 import { cleanName, newAccountRecord } from './account-record.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 import { assertNewPasswordAcceptable } from './password-policy.ts';

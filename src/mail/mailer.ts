@@ -3,6 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import nodemailer from 'nodemailer';
 import { ServiceUnavailable } from '../errors.ts';
+import { hostOf, messageWithoutPassword } from '../logging/redact-url.ts';
 
 /** One message to one recipient, with a plain-text and an HTML part. */
 export interface MailMessage {
@@ -90,29 +91,9 @@ function undelivered(
   error: unknown,
   smtpUrl: string | undefined,
 ): ServiceUnavailable {
-  const reason = redact(error instanceof Error ? error.message : String(error), smtpUrl);
+  const reason = messageWithoutPassword(error, smtpUrl);
   options.onFailure?.(`Mail via ${smtpUrl ? hostOf(smtpUrl) : options.mailDir} failed: ${reason}`);
   return Object.assign(new ServiceUnavailable('The mail could not be sent; try again later'), {
     cause: error,
   });
-}
-
-function hostOf(smtpUrl: string): string {
-  try {
-    return new URL(smtpUrl).host;
-  } catch {
-    return 'SMTP';
-  }
-}
-
-/** Keeps the SMTP password out of a log line, should a message ever echo the URL. */
-function redact(message: string, smtpUrl: string | undefined): string {
-  if (!smtpUrl) return message;
-  let password = '';
-  try {
-    password = decodeURIComponent(new URL(smtpUrl).password);
-  } catch {
-    return message;
-  }
-  return password ? message.split(password).join('***') : message;
 }

@@ -5,13 +5,17 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { type Db, MongoClient } from 'mongodb';
 import { DuplicateIdentity } from '../../src/errors.ts';
 import { compareAccounts } from '../../src/stores/account-rules.ts';
 import { MemoryAccountStore } from '../../src/stores/memory/index.ts';
-import { ensureIndexes, mongoCatalogStores } from '../../src/stores/mongo/index.ts';
+import { ensureIndexes } from '../../src/stores/mongo/index.ts';
 import type { Account, AccountQuery, AccountStore } from '../../src/stores/types.ts';
-import { uniqueName, withDatabase } from '../support/backends.ts';
+import {
+  type MongoTestDatabase,
+  mongoSkipped,
+  openMongoTestDatabase,
+  withMongoTestDatabase,
+} from '../support/mongo.ts';
 
 interface Pair {
   admins: AccountStore;
@@ -272,72 +276,41 @@ describe('AccountStore: memory', () => {
   );
 });
 
-const mongodbUrl = process.env.MONGODB_URL;
-
-describe('AccountStore: MongoDB', {
-  skip: mongodbUrl ? false : 'MONGODB_URL not set: real MongoDB contract not run',
-}, () => {
+describe('AccountStore: MongoDB', { skip: mongoSkipped }, () => {
   accountContract(
     async () => {
-      // A database of its own per run, so concurrent runs never see each other's data.
-      const url = withDatabase(mongodbUrl ?? '', uniqueName('accounts_test'));
-      const connect = async () => {
-        const client = new MongoClient(url, { serverSelectionTimeoutMS: 5000 });
-        await client.connect();
-        await ensureIndexes(client.db(), () => undefined);
-        return { client, stores: mongoCatalogStores(client.db()) };
-      };
-      const main = await connect();
+      const database = await openMongoTestDatabase('accounts_test');
       return {
-        admins: main.stores.admins,
-        users: main.stores.users,
-        async reset() {
-          await main.client.db().collection('admins').deleteMany({});
-          await main.client.db().collection('users').deleteMany({});
-        },
-        async close() {
-          await main.client.db().dropDatabase();
-          await main.client.close();
-        },
-        async otherConnection() {
-          const other = await connect();
-          return { ...other.stores, close: () => other.client.close() };
-        },
+        ...database.stores,
+        reset: () => database.empty('admins', 'users'),
+        close: () => database.drop(),
+        otherConnection: database.connectAgain,
       };
     },
     { separateConnections: true },
   );
 
   test('stores BSON dates and only the documented fields', async () => {
-    const url = withDatabase(mongodbUrl ?? '', uniqueName('accounts_raw'));
-    const client = new MongoClient(url, { serverSelectionTimeoutMS: 5000 });
-    try {
-      await ensureIndexes(client.db(), () => undefined);
+    await withMongoTestDatabase('accounts_raw', async ({ db, stores }) => {
       const a = account('Raw@Example.com');
-      await mongoCatalogStores(client.db()).users.create(a);
-      const raw = await client.db().collection('users').findOne({});
+      await stores.users.create(a);
+      const raw = await db.collection('users').findOne({});
       assert.ok(raw?.createdAt instanceof Date);
       assert.equal(raw?._id, a.id);
       assert.equal(raw?.identityKey, 'raw@example.com');
-      assert.deepEqual(
-        Object.keys((await mongoCatalogStores(client.db()).users.findById(a.id)) ?? {}).sort(),
-        [
-          'createdAt',
-          'firstName',
-          'id',
-          'identity',
-          'lastName',
-          'passwordHash',
-          'roles',
-          'sessionKey',
-          'status',
-          'updatedAt',
-        ],
-      );
-    } finally {
-      await client.db().dropDatabase();
-      await client.close();
-    }
+      assert.deepEqual(Object.keys((await stores.users.findById(a.id)) ?? {}).sort(), [
+        'createdAt',
+        'firstName',
+        'id',
+        'identity',
+        'lastName',
+        'passwordHash',
+        'roles',
+        'sessionKey',
+        'status',
+        'updatedAt',
+      ]);
+    });
   });
 
   type StoredDoc = Record<string, unknown> & { _id: string };
@@ -345,22 +318,20 @@ describe('AccountStore: MongoDB', {
   /** A database of its own with admin documents as an earlier version stored them. */
   async function withLegacyDocuments(
     docs: StoredDoc[],
-    check: (db: Db, logged: string[]) => Promise<void>,
+    check: (database: MongoTestDatabase, logged: string[]) => Promise<void>,
   ): Promise<void> {
-    const client = new MongoClient(withDatabase(mongodbUrl ?? '', uniqueName('accounts_legacy')), {
-      serverSelectionTimeoutMS: 5000,
-    });
-    try {
-      const admins = client.db().collection<StoredDoc>('admins');
-      // The index as earlier versions created it: on the identity as typed.
-      await admins.createIndex({ identityKey: 1 }, { unique: true, name: 'identityKey_unique' });
-      for (const doc of docs) await admins.insertOne(doc);
-      const logged: string[] = [];
-      await check(client.db(), logged);
-    } finally {
-      await client.db().dropDatabase();
-      await client.close();
-    }
+    await withMongoTestDatabase(
+      'accounts_legacy',
+      async (database) => {
+        const admins = database.db.collection<StoredDoc>('admins');
+        // The index as earlier versions created it: on the identity as typed.
+        await admins.createIndex({ identityKey: 1 }, { unique: true, name: 'identityKey_unique' });
+        for (const doc of docs) await admins.insertOne(doc);
+        const logged: string[] = [];
+        await check(database, logged);
+      },
+      { indexes: false },
+    );
   }
 
   /** An admin document as stored before admin identities were folded and accounts had session keys. */
@@ -386,7 +357,7 @@ describe('AccountStore: MongoDB', {
     const upper = legacyAdmin('Dave', 3);
     const older = legacyAdmin('OLD', 4);
     const newer = legacyAdmin('Old', 5);
-    await withLegacyDocuments([legacy, upper, lower, newer, older], async (db, logged) => {
+    await withLegacyDocuments([legacy, upper, lower, newer, older], async ({ db, stores }, logged) => {
       const log = (message: string) => logged.push(message);
       // Two processes starting at once, then a restart: none fails, and they agree.
       await Promise.all([ensureIndexes(db, log), ensureIndexes(db, log)]);
@@ -407,7 +378,7 @@ describe('AccountStore: MongoDB', {
       assert.ok(logged.some((line) => line.includes(newer._id)));
       assert.ok(!logged.some((line) => line.includes(lower._id) || line.includes(legacy._id)));
 
-      const { admins } = mongoCatalogStores(db);
+      const { admins } = stores;
       assert.equal((await admins.findByIdentity('LEGACY'))?.id, legacy._id);
       assert.equal((await admins.findByIdentity('Dave'))?.id, upper._id, 'found by its exact identity');
       assert.equal((await admins.findByIdentity('dave'))?.id, lower._id);
@@ -426,9 +397,8 @@ describe('AccountStore: MongoDB', {
 
   test('an account stored before session keys reads with an empty one, and can be given one', async () => {
     const legacy = legacyAdmin('keyless', 1);
-    await withLegacyDocuments([legacy], async (db) => {
+    await withLegacyDocuments([legacy], async ({ db, stores: { admins } }) => {
       await ensureIndexes(db, () => undefined);
-      const { admins } = mongoCatalogStores(db);
       assert.equal((await admins.findById(legacy._id))?.sessionKey, '');
       assert.equal((await admins.findByIdentity('keyless'))?.sessionKey, '');
       assert.equal((await admins.update(legacy._id, { firstName: 'Kept' }))?.sessionKey, '');

@@ -5,11 +5,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { MongoClient } from 'mongodb';
 import { MemoryClientStore, MemoryScopeStore } from '../../src/stores/memory/index.ts';
-import { ensureIndexes, mongoCatalogStores } from '../../src/stores/mongo/index.ts';
 import type { ClientStore, OAuthClient, ScopeStore } from '../../src/stores/types.ts';
-import { uniqueName, withDatabase } from '../support/backends.ts';
+import { mongoSkipped, openMongoTestDatabase } from '../support/mongo.ts';
 
 interface Pair {
   clients: ClientStore;
@@ -188,47 +186,23 @@ describe('ClientStore/ScopeStore: memory', () => {
   );
 });
 
-const mongodbUrl = process.env.MONGODB_URL;
-
-describe('ClientStore/ScopeStore: MongoDB', {
-  skip: mongodbUrl ? false : 'MONGODB_URL not set: real MongoDB contract not run',
-}, () => {
+describe('ClientStore/ScopeStore: MongoDB', { skip: mongoSkipped }, () => {
   catalogContract(
     async () => {
-      const url = withDatabase(mongodbUrl ?? '', uniqueName('catalog_test'));
-      const connect = async () => {
-        const mongo = new MongoClient(url, { serverSelectionTimeoutMS: 5000 });
-        await mongo.connect();
-        await ensureIndexes(mongo.db(), () => undefined);
-        return { mongo, stores: mongoCatalogStores(mongo.db()) };
-      };
-      const main = await connect();
+      const database = await openMongoTestDatabase('catalog_test');
       return {
-        clients: main.stores.clients,
-        scopes: main.stores.scopes,
-        async reset() {
-          await main.mongo.db().collection('clients').deleteMany({});
-          await main.mongo.db().collection('scopes').deleteMany({});
-        },
-        async close() {
-          await main.mongo.db().dropDatabase();
-          await main.mongo.close();
-        },
+        ...database.stores,
+        reset: () => database.empty('clients', 'scopes'),
+        close: () => database.drop(),
+        otherConnection: database.connectAgain,
         async storeLegacyClient(name) {
-          await main.mongo
-            .db()
-            .collection('clients')
-            .insertOne({
-              _id: randomUUID() as never,
-              name,
-              secretDigest: 'a'.repeat(64),
-              accountKind: 'user',
-              createdAt: new Date(),
-            });
-        },
-        async otherConnection() {
-          const other = await connect();
-          return { ...other.stores, close: () => other.mongo.close() };
+          await database.db.collection('clients').insertOne({
+            _id: randomUUID() as never,
+            name,
+            secretDigest: 'a'.repeat(64),
+            accountKind: 'user',
+            createdAt: new Date(),
+          });
         },
       };
     },

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { MongoClient } from 'mongodb';
 import { digestOneTimeSecret, newOneTimeSecret } from '../../src/one-time-secrets.ts';
 import { MemoryOneTimeTokenStore } from '../../src/stores/memory/one-time-tokens.ts';
 import {
@@ -8,9 +7,14 @@ import {
   ONE_TIME_TOKENS_COLLECTION,
   type OneTimeTokenDoc,
 } from '../../src/stores/mongo/one-time-tokens.ts';
-import type { OneTimeTokenStore } from '../../src/stores/one-time-tokens.ts';
 import { openStores } from '../../src/stores/open.ts';
-import { isolatedMongoUrl } from '../support/server.ts';
+import type { OneTimeTokenStore } from '../../src/stores/types.ts';
+import {
+  type MongoTestDatabase,
+  mongoSkipped,
+  openMongoTestDatabase,
+  withMongoTestDatabase,
+} from '../support/mongo.ts';
 
 interface Subject {
   name: string;
@@ -26,24 +30,21 @@ const subjects: Subject[] = [
     close: async () => {},
   },
 ];
-const mongoUrl = process.env.MONGODB_URL;
-if (mongoUrl) {
-  const client = new MongoClient(isolatedMongoUrl(mongoUrl));
+if (mongoSkipped) {
+  console.log(`# one-time token store: ${mongoSkipped}`);
+} else {
+  let database: MongoTestDatabase | undefined;
   subjects.push({
     name: 'mongo',
     async open(clock) {
-      const collection = client.db().collection<OneTimeTokenDoc>(ONE_TIME_TOKENS_COLLECTION);
-      await MongoOneTimeTokenStore.ensureIndexes(collection);
-      await collection.deleteMany({});
+      database = await openMongoTestDatabase('one_time_tokens');
+      const collection = database.db.collection<OneTimeTokenDoc>(ONE_TIME_TOKENS_COLLECTION);
       return new MongoOneTimeTokenStore(collection, { now: () => new Date(clock.now) });
     },
     async close() {
-      await client.db().dropDatabase();
-      await client.close();
+      await database?.drop();
     },
   });
-} else {
-  console.log('# one-time token store: MongoDB part skipped, MONGODB_URL is not set');
 }
 
 const HOUR = 3_600_000;
@@ -117,9 +118,8 @@ for (const subject of subjects) {
   });
 }
 
-if (mongoUrl) {
-  test('openStores keeps one-time tokens in MongoDB beside the accounts', async () => {
-    const url = isolatedMongoUrl(mongoUrl);
+test('openStores keeps one-time tokens in MongoDB beside the accounts', { skip: mongoSkipped }, async () => {
+  await withMongoTestDatabase('one_time_tokens_open', async ({ url }) => {
     const stores = await openStores({ mongodbUrl: url });
     const store = stores.oneTimeTokens;
     const saved = {
@@ -131,8 +131,5 @@ if (mongoUrl) {
     await store.save(saved);
     assert.deepEqual(await store.consume('activation', saved.digest), saved);
     await stores.close();
-    const client = new MongoClient(url);
-    await client.db().dropDatabase();
-    await client.close();
   });
-}
+});

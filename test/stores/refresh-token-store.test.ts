@@ -267,3 +267,45 @@ describe('RefreshTokenStore: Redis', {
     }
   });
 });
+
+describe('RefreshTokenStore: memory, over a long run', () => {
+  const MINUTE = 60_000;
+  /** Enough saves for the store to sweep out what has expired. */
+  const SWEEP_EVERY = 1024;
+
+  test('expired tokens, families, revocations and per-account indexes are forgotten', async () => {
+    let now = Date.UTC(2030, 0, 1);
+    const store = new MemoryRefreshTokenStore(() => now);
+    for (let i = 0; i < SWEEP_EVERY; i++) {
+      const g = grant({ subject: randomUUID(), expiresAt: now + MINUTE });
+      await store.save(digest(), g);
+      if (i % 8 === 0) await store.revokeFamily(g.familyId);
+    }
+    assert.deepEqual(store.footprint(), {
+      tokens: SWEEP_EVERY,
+      families: SWEEP_EVERY,
+      revokedFamilies: SWEEP_EVERY / 8,
+      accountIndex: SWEEP_EVERY,
+    });
+
+    now += 2 * MINUTE;
+    const fresh = await issue(store, grant({ expiresAt: now + MINUTE }));
+    assert.deepEqual(store.footprint(), { tokens: 1, families: 1, revokedFamilies: 0, accountIndex: 1 });
+    assert.equal((await store.consume(fresh.familyId, fresh.digest)).outcome, 'consumed');
+  });
+
+  test('the sweep keeps the live families of an account, so revokeSubject still reaches them', async () => {
+    let now = Date.UTC(2030, 0, 1);
+    const store = new MemoryRefreshTokenStore(() => now);
+    const subject = randomUUID();
+    const live = await issue(store, grant({ subject, expiresAt: now + 10 * MINUTE }));
+    await issue(store, grant({ subject, expiresAt: now + MINUTE }));
+    for (let i = 2; i < SWEEP_EVERY; i++) await store.save(digest(), grant({ expiresAt: now + MINUTE }));
+
+    now += 2 * MINUTE;
+    await issue(store, grant({ expiresAt: now + MINUTE }));
+    assert.deepEqual(store.footprint(), { tokens: 2, families: 2, revokedFamilies: 0, accountIndex: 2 });
+    await store.revokeSubject('user', subject);
+    assert.deepEqual(await store.consume(live.familyId, live.digest), { outcome: 'revoked' });
+  });
+});

@@ -1,4 +1,5 @@
-import { hostOf, type OpenStoresOptions, openStores } from '../../stores/open.ts';
+import { hostOf } from '../../logging/redact-url.ts';
+import { type OpenStoresOptions, openStores } from '../../stores/open.ts';
 import { seconds } from '../options.ts';
 import type { RegisterCommand } from './index.ts';
 

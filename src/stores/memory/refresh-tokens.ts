@@ -8,6 +8,17 @@ interface StoredToken {
   attempt?: string;
 }
 
+/** Entries held by MemoryRefreshTokenStore, by kind; each stays until a sweep after it expires. */
+export interface Footprint {
+  tokens: number;
+  /** Families, with the expiry of their longest-lived token. */
+  families: number;
+  /** Revocation markers. */
+  revokedFamilies: number;
+  /** Family ids listed under their accounts, for revokeSubject. */
+  accountIndex: number;
+}
+
 /**
  * Refresh tokens in process memory. Every method body runs without awaiting, so on Node's
  * single thread each one is atomic, which is what `consume` promises.
@@ -73,6 +84,22 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     const key = subjectKey(accountKind, subject);
     for (const familyId of this.#familiesBySubject.get(key) ?? []) await this.revokeFamily(familyId);
     this.#familiesBySubject.delete(key);
+  }
+
+  /**
+   * How many entries of each kind the store holds: what an embedded server keeps in memory.
+   * Expired ones are dropped every 1024 saves, so this follows the live tokens, not every
+   * token ever issued.
+   */
+  footprint(): Footprint {
+    let accountIndex = 0;
+    for (const families of this.#familiesBySubject.values()) accountIndex += families.size;
+    return {
+      tokens: this.#tokens.size,
+      families: this.#familyExpiry.size,
+      revokedFamilies: this.#revokedFamilies.size,
+      accountIndex,
+    };
   }
 
   #isRevoked(familyId: string): boolean {

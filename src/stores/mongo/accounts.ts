@@ -1,4 +1,4 @@
-import { type Collection, type Filter, MongoServerError } from 'mongodb';
+import type { Collection, Filter } from 'mongodb';
 import { DuplicateIdentity } from '../../errors.ts';
 import { identityKey } from '../account-rules.ts';
 import type {
@@ -9,6 +9,7 @@ import type {
   AccountStore,
   AdminRole,
 } from '../types.ts';
+import { insertUnique, isDuplicateKey } from './unique.ts';
 
 /** How an account is stored: the UUID as `_id`, plus the folded identity the unique index is on. */
 export type AccountDoc = Omit<Account, 'id' | 'sessionKey'> & {
@@ -17,16 +18,6 @@ export type AccountDoc = Omit<Account, 'id' | 'sessionKey'> & {
   /** Absent from documents stored before it existed, which means empty. */
   sessionKey?: string;
 };
-
-/**
- * True for a unique-index violation. MongoDB (and FerretDB on inserts) answers code 11000;
- * FerretDB 1.x on SQLite answers an update that breaks a unique index with code 1 and the
- * SQLite message instead, so that shape counts too.
- */
-export function isDuplicateKey(error: unknown): boolean {
-  if (!(error instanceof MongoServerError)) return false;
-  return error.code === 11000 || (error.code === 1 && error.message.includes('UNIQUE constraint failed'));
-}
 
 const CHANGEABLE = [
   'identity',
@@ -66,24 +57,11 @@ export class MongoAccountStore implements AccountStore {
   }
 
   async create(account: Account): Promise<void> {
-    try {
-      await this.#collection.insertOne(this.#toDoc(account));
-    } catch (error) {
-      if (isDuplicateKey(error)) throw new DuplicateIdentity(account.identity);
-      throw error;
-    }
+    if (!(await this.createIfAbsent(account))) throw new DuplicateIdentity(account.identity);
   }
 
   async createIfAbsent(account: Account): Promise<boolean> {
-    // Insert-and-catch rather than find-then-insert: several processes seeding at once
-    // then create the record exactly once, and an existing (maybe edited) one is never touched.
-    try {
-      await this.#collection.insertOne(this.#toDoc(account));
-      return true;
-    } catch (error) {
-      if (isDuplicateKey(error)) return false;
-      throw error;
-    }
+    return insertUnique(this.#collection, this.#toDoc(account));
   }
 
   async update(id: string, changes: AccountChanges): Promise<Account | null> {

@@ -10,7 +10,7 @@ import {
   type Scope,
   type ScopeStore,
 } from '../types.ts';
-import { isDuplicateKey } from './accounts.ts';
+import { insertUnique } from './unique.ts';
 
 /**
  * A client under its UUID; the unique index on `name` is what `createIfAbsent` relies on.
@@ -71,15 +71,8 @@ export class MongoClientStore implements ClientStore {
   }
 
   async createIfAbsent(client: OAuthClient): Promise<boolean> {
-    // Insert-and-catch so concurrent seeders create it once and never overwrite it.
-    try {
-      const { id, ...fields } = client;
-      await this.#collection.insertOne({ _id: id, ...fields });
-      return true;
-    } catch (error) {
-      if (isDuplicateKey(error)) return false;
-      throw error;
-    }
+    const { id, ...fields } = client;
+    return insertUnique(this.#collection, { _id: id, ...fields });
   }
 
   async update(name: string, changes: ClientChanges): Promise<OAuthClient | null> {
@@ -110,12 +103,6 @@ export class MongoScopeStore implements ScopeStore {
   }
 
   async createIfAbsent(scope: Scope): Promise<boolean> {
-    try {
-      await this.#collection.insertOne({ _id: scope.name, description: scope.description });
-      return true;
-    } catch (error) {
-      if (isDuplicateKey(error)) return false;
-      throw error;
-    }
+    return insertUnique(this.#collection, { _id: scope.name, description: scope.description });
   }
 }

@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import type { Stores } from '../types.ts';
-import { type AccountDoc, foldIdentityKeys, isDuplicateKey, MongoAccountStore } from './accounts.ts';
+import { type AccountDoc, foldIdentityKeys, MongoAccountStore } from './accounts.ts';
 import { type ClientDoc, MongoClientStore, MongoScopeStore, type ScopeDoc } from './catalog.ts';
 import {
   MongoOneTimeTokenStore,
@@ -40,4 +40,4 @@ export function mongoCatalogStores(db: Db): MongoCatalogStores {
   };
 }
 
-export { isDuplicateKey, MongoAccountStore, MongoClientStore, MongoScopeStore };
+export { MongoAccountStore, MongoClientStore, MongoScopeStore };

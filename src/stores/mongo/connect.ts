@@ -1,0 +1,132 @@
+/**
+ * Connecting to MongoDB (or FerretDB), and telling its outages apart from other errors.
+ *
+ * Effective defaults; the same option in the MONGODB_URL query wins, e.g.
+ * `mongodb://host/db?maxPoolSize=50&serverSelectionTimeoutMS=5000`:
+ *   maxPoolSize               20      connections per process
+ *   serverSelectionTimeoutMS  2000    how long a call waits for a reachable server before 503
+ *   connectTimeoutMS          2000    TCP + handshake of one connection
+ *   socketTimeoutMS           10000   a reply that takes longer fails the call (503)
+ * Startup: connecting and ensuring the indexes is retried (backoff 250 ms doubling to 2000 ms)
+ * until the deadline. Afterwards the driver reconnects by itself in the background.
+ */
+import { MongoClient, type MongoClientOptions, MongoError, MongoServerError } from 'mongodb';
+import { hostOf, messageWithoutPassword } from '../../logging/redact-url.ts';
+import { backoff, type Connection, type ConnectOptions } from '../connection.ts';
+import { ensureIndexes } from './index.ts';
+
+const MONGO_DEFAULTS = {
+  maxPoolSize: 20,
+  serverSelectionTimeoutMS: 2000,
+  connectTimeoutMS: 2000,
+  socketTimeoutMS: 10000,
+} satisfies MongoClientOptions;
+
+/** Connects and ensures the indexes every store relies on; rejects when the deadline passes first. */
+export async function connectMongo(
+  url: string,
+  { deadline, log }: ConnectOptions,
+): Promise<Connection<MongoClient>> {
+  const host = hostOf(url);
+  const clientOptions = defaultsNotInUrl(url, MONGO_DEFAULTS);
+  let lastReason = '';
+  for (let attempt = 1; ; attempt++) {
+    // A bad URL throws here, outside the retry: waiting would not fix it.
+    const client = new MongoClient(url, clientOptions);
+    try {
+      await withTimeout(
+        (async () => {
+          await client.connect();
+          await ensureIndexes(client.db(), log);
+        })(),
+        deadline - Date.now(),
+      );
+      log(`MongoDB at ${host} connected`);
+      watchMongo(client, url, log);
+      return { client, close: () => client.close() };
+    } catch (error) {
+      await client.close().catch(() => {});
+      // A timeout of our own says less than the driver's last complaint, so keep that one.
+      const reason =
+        error instanceof TimeoutError && lastReason ? lastReason : messageWithoutPassword(error, url);
+      lastReason = reason;
+      if (Date.now() >= deadline - 50) {
+        throw new Error(`MongoDB at ${host} is unreachable: ${reason}`, { cause: error });
+      }
+      log(`MongoDB at ${host} not reachable yet (${reason}); retrying`);
+      await sleep(Math.min(backoff(attempt, 250), deadline - Date.now()));
+    }
+  }
+}
+
+/** Server codes that mean "not reachable right now" rather than "your request is wrong". */
+const TRANSIENT_CODES = new Set([6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436]);
+/** Driver errors of a connection, a pool or server selection, by name. */
+const OUTAGE_NAMES = new Set([
+  'MongoNetworkError',
+  'MongoNetworkTimeoutError',
+  'MongoServerSelectionError',
+  'MongoNotConnectedError',
+  'MongoTopologyClosedError',
+  'MongoClientClosedError',
+  'MongoOperationTimeoutError',
+  'PoolClearedError',
+  'PoolClosedError',
+  'WaitQueueTimeoutError',
+]);
+const OUTAGE_LABELS = ['ResetPool', 'SystemOverloadedError'];
+
+/** Whether the error means MongoDB cannot be reached right now (503), not that the call was wrong. */
+export function isMongoOutage(error: unknown): boolean {
+  if (!(error instanceof MongoError)) return false;
+  // By name as well as class: the pool errors are not exported by the driver.
+  if (OUTAGE_NAMES.has(error.name)) return true;
+  if (OUTAGE_LABELS.some((label) => error.hasErrorLabel(label))) return true;
+  return error instanceof MongoServerError && TRANSIENT_CODES.has(Number(error.code));
+}
+
+/** Logs the start and end of each outage once, from the driver's background heartbeats. */
+function watchMongo(client: MongoClient, url: string, log: (message: string) => void): void {
+  const host = hostOf(url);
+  let down = false;
+  client.on('serverHeartbeatFailed', (event) => {
+    if (!down)
+      log(`MongoDB at ${host} unreachable (${messageWithoutPassword(event.failure, url)}); reconnecting`);
+    down = true;
+  });
+  client.on('serverHeartbeatSucceeded', () => {
+    if (down) log(`MongoDB at ${host} reachable again`);
+    down = false;
+  });
+}
+
+/** Our defaults for the options the URL does not set itself: an option object would win over the URL. */
+function defaultsNotInUrl(url: string, defaults: Record<string, number>): Record<string, number> {
+  const query = url.includes('?') ? url.slice(url.indexOf('?') + 1) : '';
+  const inUrl = new Set([...new URLSearchParams(query).keys()].map((key) => key.toLowerCase()));
+  return Object.fromEntries(Object.entries(defaults).filter(([key]) => !inUrl.has(key.toLowerCase())));
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+}
+
+class TimeoutError extends Error {}
+
+/** Rejects when `promise` has not settled within `ms`; the caller cleans up what is left. */
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new TimeoutError(`no answer within ${Math.max(0, ms)} ms`)),
+      Math.max(0, ms),
+    );
+  });
+  // The loser of the race must not surface later as an unhandled rejection.
+  promise.catch(() => {});
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * Which driver errors mean "the backend cannot be reached right now" (503) and which mean a
+ * request or a bug. The outage tests see the common shapes from real servers; these are the
+ * rest of each table, built the way the drivers build them.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ReplyError } from 'ioredis';
+import { MongoNetworkError, MongoNetworkTimeoutError, MongoServerError } from 'mongodb';
+import { isMongoOutage } from '../../src/stores/mongo/connect.ts';
+import { isRedisOutage } from '../../src/stores/redis/connect.ts';
+
+test('MongoDB: network errors, transient server codes and pool-resetting labels are outages', () => {
+  assert.ok(isMongoOutage(new MongoNetworkError('connection 3 to 127.0.0.1:27017 closed')));
+  assert.ok(isMongoOutage(new MongoNetworkTimeoutError('connection timed out')));
+  assert.ok(isMongoOutage(new MongoServerError({ code: 11600, errmsg: 'interrupted at shutdown' })));
+  assert.ok(isMongoOutage(new MongoServerError({ code: 10107, errmsg: 'not primary' })));
+  assert.ok(
+    isMongoOutage(
+      new MongoServerError({ code: 2, errmsg: 'overloaded', errorLabels: ['SystemOverloadedError'] }),
+    ),
+  );
+});
+
+test('MongoDB: a refused write, or anything that is not a driver error, is not an outage', () => {
+  assert.ok(!isMongoOutage(new MongoServerError({ code: 11000, errmsg: 'E11000 duplicate key error' })));
+  assert.ok(!isMongoOutage(new MongoServerError({ code: 2, errmsg: 'BadValue' })));
+  assert.ok(!isMongoOutage(Object.assign(new Error('looks like one'), { name: 'MongoNetworkError' })));
+  assert.ok(!isMongoOutage('MongoNetworkError'));
+});
+
+test('Redis: socket errors, lost connections and "not now" replies are outages', () => {
+  assert.ok(
+    isRedisOutage(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' })),
+  );
+  assert.ok(isRedisOutage(new Error('Connection is closed.')));
+  assert.ok(isRedisOutage(new Error('Command timed out')));
+  assert.ok(isRedisOutage(new ReplyError('LOADING Redis is loading the dataset in memory')));
+  assert.ok(
+    isRedisOutage(
+      new ReplyError('MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to no'),
+    ),
+  );
+  assert.ok(
+    isRedisOutage(
+      Object.assign(new Error('Reached the max retries per request limit'), {
+        name: 'MaxRetriesPerRequestError',
+      }),
+    ),
+  );
+});
+
+test('Redis: an error reply about the command itself is not an outage', () => {
+  assert.ok(
+    !isRedisOutage(new ReplyError('WRONGTYPE Operation against a key holding the wrong kind of value')),
+  );
+  assert.ok(!isRedisOutage(new ReplyError('BUSYKEY Target key name already exists.')));
+  assert.ok(!isRedisOutage(new ReplyError('NOSCRIPT No matching script. Please use EVAL.')));
+  assert.ok(!isRedisOutage('ECONNREFUSED'));
+});
