@@ -156,6 +156,13 @@ export class PayloadTooLarge extends Problem {
   }
 }
 
+/** The client hung up before its body arrived; the answer has no one to reach. */
+export class RequestAborted extends Problem {
+  constructor() {
+    super(400, 'The request body was not received in full');
+  }
+}
+
 export class UnsupportedMediaType extends Problem {
   constructor(contentType: string) {
     super(415, `Unsupported content type: ${contentType}`);

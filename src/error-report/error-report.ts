@@ -1,7 +1,7 @@
-import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Static, Type } from '@sinclair/typebox';
 import { Forbidden, Problem } from '../errors.ts';
+import { appendLine } from '../logging/append-line.ts';
 import { scrubSecrets, scrubText } from '../logging/redact.ts';
 import type { ClientAddress } from './client-address.ts';
 import { createReportingTokens } from './tokens.ts';
@@ -111,17 +111,7 @@ export function createErrorReportReceiver(options: {
         message: scrubText(report.message),
         context: report.context === undefined ? undefined : scrubSecrets(report.context),
       };
-      appendLine(options.logDir, logFile, `${JSON.stringify(record)}\n`);
+      appendLine(logFile, `${tokens.blankIn(JSON.stringify(record))}\n`);
     },
   };
-}
-
-/** One write with O_APPEND: concurrent workers never interleave lines (on a local file system). */
-function appendLine(logDir: string, path: string, line: string): void {
-  try {
-    appendFileSync(path, line, { mode: 0o640 });
-  } catch {
-    mkdirSync(logDir, { recursive: true });
-    appendFileSync(path, line, { mode: 0o640 });
-  }
 }

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { BadRequest, PayloadTooLarge, UnsupportedMediaType } from '../errors.ts';
+import { BadRequest, PayloadTooLarge, RequestAborted, UnsupportedMediaType } from '../errors.ts';
 
 /** A form body keeps repeated keys as arrays so the token endpoint can refuse them (RFC 6749 §3.2). */
 export type ParsedBody = Record<string, unknown> | unknown[] | string | number | boolean | null | undefined;
@@ -30,10 +30,19 @@ export async function parseBody(
 async function readWithin(req: IncomingMessage, limit: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw new PayloadTooLarge(limit);
-    chunks.push(chunk);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limit) throw new PayloadTooLarge(limit);
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    // Leaving the loop destroys the request, so the size refusal must be told apart first.
+    if (error instanceof PayloadTooLarge) throw error;
+    // A client that hangs up mid-upload is not a server error: nothing to log, no one to answer.
+    if (req.readableAborted || (error as NodeJS.ErrnoException).code === 'ECONNRESET')
+      throw new RequestAborted();
+    throw error;
   }
   return Buffer.concat(chunks).toString('utf8');
 }
@@ -46,19 +55,41 @@ function parseJson(raw: string): ParsedBody {
   }
 }
 
+/**
+ * More fields than any request of this API has, by an order of magnitude. Bodies are parsed
+ * before authentication, so the cap keeps an anonymous body of many tiny fields cheap.
+ */
+export const MAX_FIELDS = 256;
+
 function parseForm(raw: string): Record<string, unknown> {
+  // Counting separators first refuses a flood of fields before URLSearchParams builds them.
+  let separators = 0;
+  for (let at = raw.indexOf('&'); at !== -1; at = raw.indexOf('&', at + 1)) {
+    if (++separators >= MAX_FIELDS) throw new TooManyFields();
+  }
   return searchParamsObject(new URLSearchParams(raw));
 }
 
+class TooManyFields extends BadRequest {
+  constructor() {
+    super(`A form body has at most ${MAX_FIELDS} fields`);
+  }
+}
+
 /**
- * Parameters as an object; a repeated name becomes an array. Built through a Map and
+ * Parameters as an object; a repeated name becomes an array. One pass, so the time is linear
+ * in the number of fields (a `getAll` per name would be quadratic). Built through a Map and
  * Object.fromEntries, because names come from the client (`__proto__`, `constructor`).
  */
 export function searchParamsObject(params: URLSearchParams): Record<string, string | string[]> {
   const result = new Map<string, string | string[]>();
-  for (const name of new Set(params.keys())) {
-    const values = params.getAll(name);
-    result.set(name, values.length === 1 ? (values[0] ?? '') : values);
+  let fields = 0;
+  for (const [name, value] of params) {
+    if (++fields > MAX_FIELDS) throw new TooManyFields();
+    const earlier = result.get(name);
+    if (earlier === undefined) result.set(name, value);
+    else if (Array.isArray(earlier)) earlier.push(value);
+    else result.set(name, [earlier, value]);
   }
   return Object.fromEntries(result);
 }

@@ -38,7 +38,7 @@ export function createRequestHandler(
   const pathPatterns = options.routes.flatMap((route) => {
     const { pattern } = parsePattern(route.path);
     const methods = route.method === 'GET' ? ['GET', 'HEAD'] : [route.method];
-    return methods.map((method) => ({ method, pattern }));
+    return methods.map((method) => ({ method, pattern, route }));
   });
 
   for (const route of options.routes) {
@@ -84,21 +84,19 @@ export function createRequestHandler(
     if (route.method === 'GET') app.add('HEAD', route.path, serve);
   }
 
-  function allowedMethods(path: string): string[] {
-    const methods = pathPatterns.filter(({ pattern }) => pattern.test(path)).map(({ method }) => method);
-    return [...new Set(methods)];
-  }
-
   /** No route for this method and path: a CORS preflight, 405 with `Allow`, or 404. */
   function answerUnmatched(req: Request, res: ServerResponse): void {
     applyHeaders(res, defaultHeaders);
-    const allowed = allowedMethods(req.path);
+    const routesOfPath = pathPatterns.filter(({ pattern }) => pattern.test(req.path));
+    const allowed = [...new Set(routesOfPath.map(({ method }) => method))];
     if (req.method === 'OPTIONS' && allowed.length > 0) {
       answerPreflight(req, res, options.cors, allowed);
       return;
     }
     applyCors(req, res, options.cors);
-    fail(allowed.length > 0 ? new MethodNotAllowed(allowed) : new NotFound(), req, res, undefined);
+    // A 405 is written in the path's error format: on the token endpoint, with an OAuth `error`.
+    const error = allowed.length > 0 ? new MethodNotAllowed(allowed) : new NotFound();
+    fail(error, req, res, routesOfPath[0]?.route);
   }
 
   function fail(

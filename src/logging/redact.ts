@@ -30,20 +30,115 @@ export function scrubSecrets(value: unknown): unknown {
 }
 
 /**
- * Secrets inside text: a credential after `Bearer`/`Basic`, and the value of a secret-named
- * member in JSON (`"password":"..."`) or form/query syntax (`password=...`), as found in the
- * message or serialized request of an error thrown by an HTTP or database client.
+ * Secrets inside text, as found in the message or serialized request of an error thrown by an
+ * HTTP or database client, or in an error report: a credential after `Bearer`/`Basic`, and
+ * the value of every secret-named key in JSON (`"password":"..."`, `'password': '...'`),
+ * form or query (`password=...`) and header (`Authorization: ...`, `Cookie: ...`) syntax.
+ *
+ * Linear in the text, which anyone can send in an error report: a hand-written scan instead
+ * of a regex with overlapping quantifiers, looking back at most a bounded key length from
+ * each `:` or `=` and never rescanning a value it has blanked.
  */
 export function scrubText(text: string): string {
-  return text
-    .replace(/\b(Bearer|Basic)\s+[\w.~+/=-]{6,}/gi, `$1 ${REDACTED}`)
-    .replace(SECRET_IN_JSON, `$1"${REDACTED}"`)
-    .replace(SECRET_IN_FORM, `$1${REDACTED}`);
+  return scrubKeyedValues(text.replace(CREDENTIAL_AFTER_SCHEME, `$1 ${REDACTED}`));
 }
 
-const SECRET_WORD = 'password|passwd|secret|token|authorization|cookie|api[-_]?key|credential|verifier';
-const SECRET_IN_JSON = new RegExp(`("[^"]*(?:${SECRET_WORD})[^"]*"\\s*:\\s*)"(?:[^"\\\\]|\\\\.)*"`, 'gi');
-const SECRET_IN_FORM = new RegExp(`\\b([\\w-]*(?:${SECRET_WORD})[\\w-]*=)[^&\\s"']+`, 'gi');
+/** The blanks and the credential's characters are disjoint classes: no backtracking between them. */
+const CREDENTIAL_AFTER_SCHEME = /\b(Bearer|Basic)\s+[\w.~+/=-]{6,}/gi;
+
+/** Longer names are not the keys this looks for; the bound keeps the look-back constant. */
+const MAX_KEY_LENGTH = 64;
+const SEPARATOR = /[:=]/g;
+/**
+ * Where an unquoted value ends: a form value at `&`, blanks or a quote; a value after `:` at the
+ * line's end (a header such as `Authorization: Digest a="x", response="y"` has commas inside).
+ */
+const FORM_VALUE_END = new Set(['&', ' ', '\t', '\r', '\n', '"', "'"]);
+const HEADER_VALUE_END = new Set(['\r', '\n']);
+
+function scrubKeyedValues(text: string): string {
+  const kept: string[] = [];
+  let copiedUpTo = 0;
+  SEPARATOR.lastIndex = 0;
+  for (let match = SEPARATOR.exec(text); match !== null; match = SEPARATOR.exec(text)) {
+    const separator = match.index;
+    const key = keyBefore(text, separator);
+    if (key === undefined || !isSecretName(key)) continue;
+    const value = valueAfter(text, separator);
+    if (value.end === value.start) continue;
+    kept.push(text.slice(copiedUpTo, value.start), value.blanked);
+    copiedUpTo = value.end;
+    SEPARATOR.lastIndex = value.end;
+  }
+  kept.push(text.slice(copiedUpTo));
+  return kept.join('');
+}
+
+/** The key ending just before the separator: a quoted name, or a run of word characters and `-`. */
+function keyBefore(text: string, separator: number): string | undefined {
+  let end = separator;
+  while (end > 0 && separator - end < MAX_KEY_LENGTH && isBlank(text.charCodeAt(end - 1))) end--;
+  const last = text[end - 1];
+  if (last === '"' || last === "'") {
+    let open = end - 2;
+    while (open >= 0 && end - open <= MAX_KEY_LENGTH && text[open] !== last) open--;
+    return open < 0 || text[open] !== last ? undefined : text.slice(open + 1, end - 1);
+  }
+  let start = end;
+  while (start > 0 && end - start < MAX_KEY_LENGTH && isKeyCharacter(text.charCodeAt(start - 1))) start--;
+  return start === end ? undefined : text.slice(start, end);
+}
+
+/** The value after the separator, quotes included, and what replaces it. */
+function valueAfter(text: string, separator: number): { start: number; end: number; blanked: string } {
+  let start = separator + 1;
+  while (start < text.length && isBlank(text.charCodeAt(start))) start++;
+  const quote = text[start];
+  if (quote === '"' || quote === "'") {
+    let end = start + 1;
+    while (end < text.length && text[end] !== quote) end += text[end] === '\\' ? 2 : 1;
+    return { start, end: Math.min(end + 1, text.length), blanked: `${quote}${REDACTED}${quote}` };
+  }
+  if (quote === '{' || quote === '[') return { start, end: endOfNested(text, start), blanked: REDACTED };
+  const stops = text[separator] === '=' ? FORM_VALUE_END : HEADER_VALUE_END;
+  let end = start;
+  while (end < text.length && !stops.has(text[end] ?? '')) end++;
+  return { start, end, blanked: REDACTED };
+}
+
+/** Where the object or array opening at `start` closes (or the text ends), skipping strings. */
+function endOfNested(text: string, start: number): number {
+  let depth = 0;
+  for (let at = start; at < text.length; at++) {
+    const char = text[at];
+    if (char === '"') {
+      for (at++; at < text.length && text[at] !== '"'; at++) if (text[at] === '\\') at++;
+    } else if (char === '{' || char === '[') {
+      depth++;
+    } else if ((char === '}' || char === ']') && --depth === 0) {
+      return at + 1;
+    }
+  }
+  return text.length;
+}
+
+function isBlank(code: number): boolean {
+  return code === 0x20 || code === 0x09;
+}
+
+/** `[A-Za-z0-9_.[\]-]`: the characters of a header name or a form field (`user[password]`). */
+function isKeyCharacter(code: number): boolean {
+  return (
+    (code >= 0x30 && code <= 0x39) ||
+    (code >= 0x41 && code <= 0x5a) ||
+    (code >= 0x61 && code <= 0x7a) ||
+    code === 0x5f ||
+    code === 0x2d ||
+    code === 0x2e ||
+    code === 0x5b ||
+    code === 0x5d
+  );
+}
 
 function scrub(value: unknown, seen: WeakSet<object>, depth: number): unknown {
   if (typeof value === 'string') return scrubText(value);
@@ -69,7 +164,8 @@ function scrubMembers(
   seen: WeakSet<object>,
   depth: number,
 ): Record<string, unknown> {
-  const result: Record<string, unknown> = {};
+  // Null prototype: a member named `__proto__` is kept as data, not taken as the prototype.
+  const result: Record<string, unknown> = Object.create(null);
   for (const [name, member] of members) {
     if (member === undefined || typeof member === 'function') continue;
     result[name] = isSecretName(name) ? REDACTED : scrub(member, seen, depth + 1);

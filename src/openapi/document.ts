@@ -3,7 +3,7 @@ import { stringify } from 'yaml';
 import type { Deprecation, GrantType, ServiceDescription } from '../config.ts';
 import { PROBLEM_JSON } from '../http/problem.ts';
 import type { AnyRoute, ResponseSpec } from '../http/route.ts';
-import { ProblemSchema } from '../http/schemas.ts';
+import { ProblemSchema, TokenErrorSchema } from '../http/schemas.ts';
 import { SchemaRegistry } from './schema-registry.ts';
 
 export type OpenApiDocument = Record<string, unknown> & {
@@ -107,7 +107,7 @@ export function buildOpenApiDocument(
           : {}),
       },
       headers: DEPRECATION_HEADERS,
-      responses: { MethodNotAllowed: response(METHOD_NOT_ALLOWED, schemas, false) },
+      responses: { MethodNotAllowed: methodNotAllowed(schemas) },
     },
   };
 }
@@ -207,7 +207,9 @@ const UNEXPECTED_ERROR: ResponseSpec = {
  * is the answer of the operations that do not exist), so it stands among the components.
  */
 const METHOD_NOT_ALLOWED: ResponseSpec = {
-  description: 'The path has no such method; `Allow` lists the methods it has',
+  description:
+    'The path has no such method; `Allow` lists the methods it has. The token endpoint answers ' +
+    'it as every error of its own, as an RFC 6749 error in `application/json`',
   schema: ProblemSchema,
   contentType: PROBLEM_JSON,
   headers: {
@@ -218,6 +220,13 @@ const METHOD_NOT_ALLOWED: ResponseSpec = {
     },
   },
 };
+
+/** One response, two forms: problem+json, and the token endpoint's own error format. */
+function methodNotAllowed(schemas: SchemaRegistry): Record<string, unknown> {
+  const documented = response(METHOD_NOT_ALLOWED, schemas, false) as { content: Record<string, unknown> };
+  documented.content['application/json'] = { schema: schemas.use(TokenErrorSchema) };
+  return documented;
+}
 
 /** The headers every response of a deprecated route carries. */
 const DEPRECATION_HEADERS: Record<string, Record<string, unknown>> = {

@@ -240,6 +240,29 @@ describe('POST /error-report', () => {
       });
     });
 
+    test('header-style secrets and the configured tokens themselves, in any encoding, never reach the log', async () => {
+      const encoded = [
+        WEB_TOKEN,
+        MOBILE_TOKEN,
+        encodeURIComponent(MOBILE_TOKEN),
+        Buffer.from(MOBILE_TOKEN).toString('base64'),
+        Buffer.from(WEB_TOKEN).toString('base64url'),
+      ];
+      const line = await assertAccepted({
+        token: WEB_TOKEN,
+        headers: { Origin: 'https://app.example.com' },
+        json: {
+          message: `Request failed\nError-Reporting-Token: abc123\nCookie: session=s3cr3t-cookie\nsent ${MOBILE_TOKEN}`,
+          context: { note: encoded.join(' '), [WEB_TOKEN]: 'as a key', log: "{'password': 'pw-in-quotes'}" },
+        },
+      });
+      const written = readFileSync(join(server.logDir, ERROR_REPORT_LOG_FILE), 'utf8');
+      for (const secret of [...encoded, 'abc123', 's3cr3t-cookie', 'pw-in-quotes']) {
+        assert.ok(!written.includes(secret), `${secret} was written`);
+      }
+      assert.match(String(line.message), /^Request failed\nError-Reporting-Token: \[redacted\]\n/);
+    });
+
     test('a message of the maximum length is accepted', async () => {
       const line = await assertAccepted({
         token: WEB_TOKEN,

@@ -60,6 +60,11 @@ describe('HTTP pipeline', () => {
     const response = await request(server.url, 'PUT', '/security/generate-token');
     assert.equal(response.status, 405);
     assert.equal(response.headers.get('allow'), 'POST');
+    assert.equal(
+      response.body.error,
+      'invalid_request',
+      'the token endpoint answers every error with an OAuth code',
+    );
     const head = await request(server.url, 'HEAD', '/');
     assert.equal(head.status, 200);
     const deleteHome = await request(server.url, 'DELETE', '/');

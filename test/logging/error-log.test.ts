@@ -128,7 +128,7 @@ describe('error log file', () => {
     assert.equal(err.cause.password, '[redacted]');
     assert.equal(err.cause.message, 'socket hang up', 'what is not secret stays readable');
     assert.match(err.config.data, /"username":"someone"/);
-    assert.match(String(line?.msg), /^request failed: Authorization: Bearer \[redacted\]$/);
+    assert.match(String(line?.msg), /^request failed: Authorization: \[redacted\]$/);
   });
 
   test('a log that cannot be written does not throw: the line goes to standard error', () => {
