@@ -1,7 +1,8 @@
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import pino, { type Logger } from 'pino';
+import { appendLine } from './append-line.ts';
 import { REDACTED, scrubSecrets, scrubText } from './redact.ts';
 
 /**
@@ -36,9 +37,8 @@ export function errorLogPath(logDir: string, now: Date): string {
  * never rotates or removes. The logger is named after the service; each line carries the
  * host and pid, so lines of several containers sharing the log volume can be told apart.
  *
- * Each line is one `write(2)` to a file opened with O_APPEND, which the kernel performs as a
- * whole against other appenders on a local file system: several workers and containers can
- * write the same day's file without interleaving lines. (Not so on NFS: keep `log/` local.)
+ * Lines are appended as `append-line.ts` says: several workers and containers can write the
+ * same day's file without interleaving lines.
  */
 export function createErrorLogger(options: { logDir: string; service: string; now?: () => Date }): Logger {
   const now = options.now ?? (() => new Date());
@@ -69,7 +69,7 @@ export function createErrorLogger(options: { logDir: string; service: string; no
       serializers: { err: (error: unknown) => error },
       redact: { paths: REDACTED_PATHS, censor: REDACTED },
     },
-    { write: (line: string) => appendLine(options.logDir, errorLogPath(options.logDir, now()), line) },
+    { write: (line: string) => appendOrComplain(errorLogPath(options.logDir, now()), line) },
   );
 }
 
@@ -80,20 +80,14 @@ function messageOf(object: unknown): string {
 }
 
 /**
- * Appends one line. A log that cannot be written must not take the worker down with it (the
- * caller is already handling a failure): the line goes to standard error instead.
+ * A log that cannot be written must not take the worker down with it (the caller is already
+ * handling a failure): the line goes to standard error instead.
  */
-function appendLine(logDir: string, path: string, line: string): void {
+function appendOrComplain(path: string, line: string): void {
   try {
-    appendFileSync(path, line, { mode: 0o640 });
+    appendLine(path, line);
   } catch (error) {
-    try {
-      // The directory may have been removed while the service runs.
-      mkdirSync(logDir, { recursive: true });
-      appendFileSync(path, line, { mode: 0o640 });
-    } catch {
-      process.stderr.write(`Cannot write ${path} (${(error as Error).message}); the line was: ${line}`);
-    }
+    process.stderr.write(`Cannot write ${path} (${(error as Error).message}); the line was: ${line}`);
   }
 }
 
