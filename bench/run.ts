@@ -5,7 +5,10 @@
  * `GET /users/{id}`, the refresh grant and the password grant, with 1 worker on memory stores,
  * 1 worker on real backends and 2 workers on real backends (a private redis-server and
  * FerretDB, started and stopped here), the raw RS256 signing and bcrypt verification rates of
- * all cores, and the p99 of authenticated reads while logins load the CPU.
+ * all cores, and the p99 of authenticated reads while logins load the CPU. Then, side by side:
+ * `client_credentials` on the service and on node-oidc-provider 9 (bench/oidc-provider-peer.ts,
+ * 1 process and a 2-worker cluster), reads and refresh grants across the three setups, and the
+ * Redis memory that refresh-token sessions hold (on a Redis of its own).
  *
  * Every comparison is measured in interleaved slices (A, B, A, B, ...) and each figure is the
  * median of its slices: on a shared machine the speed drifts over a run, and pairing the
@@ -15,166 +18,61 @@
  * Environment: BENCH_SLICE_SECONDS (default 2), BENCH_ROUNDS (default 3), BENCH_CONNECTIONS
  * (default 16), BCRYPT_COST (default 10).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { availableParallelism, cpus, loadavg } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import autocannon from 'autocannon';
 import bcrypt from 'bcryptjs';
-import {
-  type Backend,
-  freePort,
-  onPath,
-  startFerretDb,
-  startRedis,
-  uniqueName,
-  withDatabase,
-} from '../test/support/backends.ts';
+import { onPath, startFerretDb, startRedis, uniqueName, withDatabase } from '../test/support/backends.ts';
 import { decodeJwtPart, FRONTEND_CLIENT, SEEDED_USER } from '../test/support/http.ts';
-import { type ServiceProcess, send, spawnService, waitForHttp } from '../test/support/processes.ts';
+import type { ServiceProcess } from '../test/support/processes.ts';
+import { childrenNamed, cpuDuring, type ProcessGroups, processTree } from './cpu.ts';
+import {
+  CONNECTIONS,
+  interleaved,
+  json,
+  load,
+  log,
+  type Measurement,
+  PASSWORD_GRANT,
+  passwordGrant,
+  ROUNDS,
+  refreshLoad,
+  refreshTokenPool,
+  SLICE,
+} from './load.ts';
+import { PEER_CLIENT, PEER_RESOURCE, PEER_SCOPE } from './oidc-provider-peer.ts';
+import { FURTHER_REFRESHES, measureSessionMemory, REFRESHES } from './redis-memory.ts';
+import {
+  BCRYPT_COST,
+  type Server,
+  startBare,
+  startPeer,
+  startService,
+  stopAll,
+  stopLater,
+} from './servers.ts';
 
-const SLICE = Number(process.env.BENCH_SLICE_SECONDS ?? 2);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
-const BCRYPT_COST = Number(process.env.BCRYPT_COST ?? 10);
 const CORES = availableParallelism();
+/** The whole run stops, cleaning up, if it takes longer than this. */
+const TIME_LIMIT_MS = 12 * 60_000;
 
-interface Measurement {
-  rps: number;
-  p50: number;
-  p99: number;
-  failures: number;
+interface Check {
+  target: string;
+  pass: boolean;
 }
 
 interface Row {
   name: string;
   setup: string;
   m?: Measurement;
-  /** A rate without latency (raw crypto), per second. */
-  rate?: number;
+  /** A figure that is not a request rate (raw crypto per second, bytes), with its unit. */
+  figure?: string;
   ratio?: string;
-  target?: string;
-  pass?: boolean;
+  checks?: Check[];
 }
 
 const rows: Row[] = [];
-const cleanups: (() => Promise<void>)[] = [];
-const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
-
-// ---------------------------------------------------------------------------------------------
-// Measuring
-
-type Request = autocannon.Request;
-
-async function load(
-  url: string,
-  options: {
-    connections?: number;
-    seconds?: number;
-    requests?: Request[];
-    headers?: Record<string, string>;
-    overallRate?: number;
-  } = {},
-): Promise<Measurement> {
-  const result = await autocannon({
-    url,
-    connections: options.connections ?? CONNECTIONS,
-    duration: options.seconds ?? SLICE,
-    timeout: 20,
-    ...(options.headers ? { headers: options.headers } : {}),
-    ...(options.requests ? { requests: options.requests } : {}),
-    ...(options.overallRate ? { overallRate: options.overallRate } : {}),
-  });
-  return {
-    rps: result.requests.total / result.duration,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    failures: result.non2xx + result.errors + result.timeouts,
-  };
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[middle] ?? 0) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
-}
-
-function medianOf(slices: Measurement[]): Measurement {
-  return {
-    rps: median(slices.map((s) => s.rps)),
-    p50: median(slices.map((s) => s.p50)),
-    p99: median(slices.map((s) => s.p99)),
-    failures: slices.reduce((sum, s) => sum + s.failures, 0),
-  };
-}
-
-/** Runs each named measurement once per round, in turn, and gives the median of each. */
-async function interleaved<K extends string>(
-  label: string,
-  measures: Record<K, () => Promise<Measurement>>,
-): Promise<Record<K, Measurement>> {
-  const slices = Object.fromEntries(Object.keys(measures).map((key) => [key, [] as Measurement[]])) as Record<
-    K,
-    Measurement[]
-  >;
-  for (let round = 1; round <= ROUNDS; round++) {
-    log(`${label}: round ${round}/${ROUNDS}`);
-    for (const key of Object.keys(measures) as K[]) slices[key].push(await measures[key]());
-  }
-  return Object.fromEntries(
-    Object.entries(slices).map(([key, s]) => [key, medianOf(s as Measurement[])]),
-  ) as Record<K, Measurement>;
-}
-
-const json = (body: unknown): Pick<Request, 'method' | 'headers' | 'body'> => ({
-  method: 'POST',
-  headers: { 'content-type': 'application/json', accept: 'application/json' },
-  body: JSON.stringify(body),
-});
-
-const PASSWORD_GRANT = { grant_type: 'password', scope: 'api', ...FRONTEND_CLIENT, ...SEEDED_USER };
-
-async function passwordGrant(url: string): Promise<{ access_token: string; refresh_token: string }> {
-  const response = await send(`${url}/security/generate-token`, { method: 'POST', json: PASSWORD_GRANT });
-  if (response.status !== 200) throw new Error(`password grant failed: ${response.status} ${response.text}`);
-  return response.json() as { access_token: string; refresh_token: string };
-}
-
-/**
- * Refresh grants: every request needs a refresh token nobody used yet. A pool of tokens is
- * issued first (by password grants, outside the measured time); each request takes one and
- * each response puts the rotated token back. (autocannon resets a connection's context after
- * every request, so the pool is shared by the connections.)
- */
-async function refreshTokenPool(url: string): Promise<string[]> {
-  return Promise.all(
-    Array.from({ length: CONNECTIONS * 2 }, async () => (await passwordGrant(url)).refresh_token),
-  );
-}
-
-function refreshLoad(url: string, pool: string[]): Promise<Measurement> {
-  return load(`${url}/security/refresh-token`, {
-    requests: [
-      {
-        setupRequest: (req) => ({
-          ...req,
-          ...json({
-            grant_type: 'refresh_token',
-            scope: 'api',
-            ...FRONTEND_CLIENT,
-            refresh_token: pool.shift(),
-          }),
-        }),
-        onResponse: (status, body) => {
-          if (status === 200) pool.push((JSON.parse(body) as { refresh_token: string }).refresh_token);
-        },
-      },
-    ],
-  });
-}
 
 // ---------------------------------------------------------------------------------------------
 // Raw rates: what the cores do without the service around the work
@@ -238,54 +136,17 @@ function rawBcrypt(): Promise<Measurement> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Servers
-
-async function startBare(): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  const child = spawn(
-    process.execPath,
-    [
-      '-e',
-      `require('node:http').createServer({ keepAliveTimeout: 65000 }, (req, res) => {
-         res.setHeader('Content-Type', 'application/json');
-         res.end(JSON.stringify({ name: 'token-service', version: '1.0.0' }));
-       }).listen(${port}, '127.0.0.1');`,
-    ],
-    { stdio: 'ignore' },
-  );
-  cleanups.push(async () => void child.kill());
-  const url = `http://127.0.0.1:${port}`;
-  await waitForHttp(url);
-  return { url, child };
-}
-
-async function startService(env: Record<string, string>): Promise<ServiceProcess> {
-  const cwd = await mkdtemp(join(tmpdir(), 'bench-'));
-  cleanups.push(() => rm(cwd, { recursive: true, force: true }));
-  const service = spawnService({
-    cwd,
-    env: {
-      HOST: '127.0.0.1',
-      PORT: String(await freePort()),
-      KEYS_DIR: join(cwd, 'keys'),
-      LOG_DIR: join(cwd, 'log'),
-      BCRYPT_COST: String(BCRYPT_COST),
-      ...env,
-    },
-  });
-  cleanups.push(() => service.stop());
-  await waitForHttp(service.url, { service, timeoutMs: 60_000 });
-  const workers = Number(env.WORKERS ?? 1);
-  await service.waitForRecord((record) => String(record.msg).startsWith(`All ${workers} worker(s) serving`));
-  return service;
-}
-
-// ---------------------------------------------------------------------------------------------
 // Scenarios
 
 interface Reads {
   readUrl: string;
   auth: Record<string, string>;
+}
+
+/** A service and the authenticated read measured on it. */
+interface Measured {
+  server: Server;
+  reads: Reads;
 }
 
 async function prepareReads(url: string): Promise<Reads> {
@@ -300,6 +161,7 @@ const times = (m: Measurement, base: Measurement, unit: string) =>
   `${(m.rps / base.rps).toFixed(2)}× ${unit}`;
 
 async function measureService(setup: string, service: ServiceProcess, bareUrl: string) {
+  log(`${setup}: measuring`);
   const { url } = service;
   const reads = await prepareReads(url);
   // Warm-up: JIT, connection pools, key caches.
@@ -350,10 +212,173 @@ function findRow(name: string, setup: string): Row | undefined {
 }
 
 function mark(row: Row | undefined, target: string, pass: boolean): void {
-  if (!row) return;
-  row.target = target;
-  row.pass = pass;
+  if (row) row.checks = [...(row.checks ?? []), { target, pass }];
 }
+
+// ---------------------------------------------------------------------------------------------
+// Side by side: the production shape against the embedded one and against oidc-provider
+
+/** The processes whose CPU a paired row reports, in the order of the table's CPU column. */
+function cpuGroups(server: Server): ProcessGroups {
+  return {
+    'load generator': [process.pid],
+    server: processTree(server.pid),
+    FerretDB: childrenNamed('ferretdb'),
+    Redis: childrenNamed('redis-server'),
+  };
+}
+
+async function withCpu(groups: ProcessGroups, measure: () => Promise<Measurement>): Promise<Measurement> {
+  const { result, cores } = await cpuDuring(groups, measure);
+  return { ...result, cpu: cores };
+}
+
+/** The request of the client_credentials comparison, the same bytes to both servers. */
+const CLIENT_CREDENTIALS_BODY = new URLSearchParams({
+  grant_type: 'client_credentials',
+  scope: PEER_SCOPE,
+  resource: PEER_RESOURCE,
+}).toString();
+/** Enough connections to keep every contender busy, oidc-provider's 2-worker cluster too. */
+const CLIENT_CREDENTIALS_CONNECTIONS = 50;
+const CLIENT_CREDENTIALS_WARM_UP_SECONDS = 6;
+
+function clientCredentialsLoad(tokenUrl: string, client: { client_id: string; client_secret: string }) {
+  const basic = Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64');
+  return (seconds = SLICE) =>
+    load(tokenUrl, {
+      seconds,
+      connections: CLIENT_CREDENTIALS_CONNECTIONS,
+      requests: [
+        {
+          method: 'POST',
+          headers: {
+            authorization: `Basic ${basic}`,
+            'content-type': 'application/x-www-form-urlencoded',
+            accept: 'application/json',
+          },
+          body: CLIENT_CREDENTIALS_BODY,
+        },
+      ],
+    });
+}
+
+async function compareClientCredentials(memory: Server, real: Server): Promise<void> {
+  const [peer1, peer2] = [await startPeer(1), await startPeer(2)];
+  const contenders = {
+    peer1: clientCredentialsLoad(`${peer1.url}/token`, PEER_CLIENT),
+    peer2: clientCredentialsLoad(`${peer2.url}/token`, PEER_CLIENT),
+    memory: clientCredentialsLoad(`${memory.url}/security/generate-token`, FRONTEND_CLIENT),
+    real: clientCredentialsLoad(`${real.url}/security/generate-token`, FRONTEND_CLIENT),
+  };
+  // Warm-up: oidc-provider takes about 30,000 requests to reach its steady speed here (the JIT).
+  log('client_credentials: warm-up');
+  for (const measure of Object.values(contenders)) await measure(CLIENT_CREDENTIALS_WARM_UP_SECONDS);
+  const m = await interleaved('client_credentials: oidc-provider 1 and 2 processes, ours memory and real', {
+    peer1: () => withCpu(cpuGroups(peer1), () => contenders.peer1()),
+    peer2: () => withCpu(cpuGroups(peer2), () => contenders.peer2()),
+    memory: () => withCpu(cpuGroups(memory), () => contenders.memory()),
+    real: () => withCpu(cpuGroups(real), () => contenders.real()),
+  });
+  await Promise.all([peer1.stop(), peer2.stop()]);
+  const better = m.peer1.rps >= m.peer2.rps ? 'peer1' : 'peer2';
+  const name = `client_credentials (Basic, c=${CLIENT_CREDENTIALS_CONNECTIONS}), paired`;
+  const vsPeer = (x: Measurement) => `${(x.rps / m[better].rps).toFixed(2)}× oidc-provider`;
+  const vsMemory = m.real.rps / m.memory.rps;
+  rows.push(
+    { name, setup: 'oidc-provider 9, 1 process', m: m.peer1 },
+    { name, setup: 'oidc-provider 9, 2-worker cluster', m: m.peer2 },
+    { name, setup: '1 worker, memory', m: m.memory, ratio: vsPeer(m.memory) },
+    {
+      name,
+      setup: '2 workers, real',
+      m: m.real,
+      ratio: `${vsPeer(m.real)}; ${vsMemory.toFixed(2)}× 1 worker memory`,
+      checks: [
+        {
+          target: `≥ 1.1× oidc-provider's better (${better === 'peer1' ? '1 process' : 'cluster'})`,
+          pass: m.real.rps >= 1.1 * m[better].rps,
+        },
+        { target: '≥ 0.9× 1 worker memory', pass: vsMemory >= 0.9 },
+      ],
+    },
+  );
+}
+
+async function compareReads(memory: Measured, real1: Measured, real2: Measured): Promise<void> {
+  const read =
+    ({ server, reads }: Measured) =>
+    () =>
+      withCpu(cpuGroups(server), () => load(reads.readUrl, { headers: reads.auth }));
+  const m = await interleaved('GET /users/{id}: 1 worker memory, 1 worker real, 2 workers real', {
+    memory: read(memory),
+    real1: read(real1),
+    real2: read(real2),
+  });
+  const vsMemory = m.real2.rps / m.memory.rps;
+  const vsOne = m.real2.rps / m.real1.rps;
+  const name = 'GET /users/{id} (Bearer), paired';
+  rows.push(
+    { name, setup: '1 worker, memory', m: m.memory },
+    { name, setup: '1 worker, real', m: m.real1 },
+    {
+      name,
+      setup: '2 workers, real',
+      m: m.real2,
+      ratio: `${vsMemory.toFixed(2)}× 1 worker memory; ${vsOne.toFixed(2)}× 1 worker real`,
+      checks: [
+        { target: '≥ 0.8× 1 worker memory', pass: vsMemory >= 0.8 },
+        { target: '≥ 1.3× 1 worker real', pass: vsOne >= 1.3 },
+      ],
+    },
+  );
+}
+
+async function compareRefresh(memory: Server, real: Server): Promise<void> {
+  // A fresh pool for every slice: tokens in flight when a slice ends are spent but never answered.
+  const grant = (server: Server) => async () => {
+    const pool = await refreshTokenPool(server.url);
+    return withCpu(cpuGroups(server), () => refreshLoad(server.url, pool));
+  };
+  const m = await interleaved('refresh grant: 1 worker memory, 2 workers real', {
+    memory: grant(memory),
+    real: grant(real),
+  });
+  const ratio = m.real.rps / m.memory.rps;
+  const name = 'refresh grant, paired';
+  rows.push(
+    { name, setup: '1 worker, memory', m: m.memory },
+    {
+      name,
+      setup: '2 workers, real',
+      m: m.real,
+      ratio: `${ratio.toFixed(2)}× 1 worker memory`,
+      checks: [{ target: '≥ 0.7× 1 worker memory', pass: ratio >= 0.7 }],
+    },
+  );
+}
+
+async function reportSessionMemory(mongoUrl: string): Promise<void> {
+  const memory = await measureSessionMemory(mongoUrl);
+  const setup = `${memory.sessions} sessions, 2 workers, real (${memory.failures} failed)`;
+  rows.push(
+    {
+      name: `Redis used_memory per session after ${REFRESHES} refreshes each`,
+      setup,
+      figure: `${memory.perSession.toFixed(0)} B`,
+      checks: [{ target: '≤ 500 B', pass: memory.perSession <= 500 }],
+    },
+    {
+      name: `its growth per session over ${FURTHER_REFRESHES} more refreshes each`,
+      setup,
+      figure: `${memory.growthPerSession.toFixed(0)} B`,
+      // ~0: allocator rounding aside, a session's state does not grow with its rotations.
+      checks: [{ target: '≤ 50 B (~0)', pass: memory.growthPerSession <= 50 }],
+    },
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
   const started = Date.now();
@@ -367,15 +392,19 @@ async function main(): Promise<void> {
   const bare = await startBare();
   await load(bare.url, { seconds: 1 });
 
-  // 1 worker, memory stores.
+  // 1 worker, memory stores: measured alone first, and kept running for the comparisons.
   const memory = await startService({});
   const mem = await measureService('1 worker, memory', memory, bare.url);
   rows.unshift(
-    { name: `raw RS256 sign (node:crypto)`, setup: `${CORES} threads`, rate: mem.refresh.raw.rps },
+    {
+      name: `raw RS256 sign (node:crypto)`,
+      setup: `${CORES} threads`,
+      figure: `${mem.refresh.raw.rps.toFixed(0)} /s`,
+    },
     {
       name: `raw bcrypt verify (cost ${BCRYPT_COST})`,
       setup: `${CORES} threads`,
-      rate: mem.password.raw.rps,
+      figure: `${mem.password.raw.rps.toFixed(0)} /s`,
     },
     { name: 'GET / (bare node:http)', setup: '1 process', m: mem.http.bare, ratio: '1.00× bare' },
   );
@@ -392,7 +421,6 @@ async function main(): Promise<void> {
       return reads;
     },
   });
-  await memory.stop();
   const p99Ratio = underLogins.during.p99 / Math.max(underLogins.alone.p99, 1);
   rows.push(
     { name: 'GET /users/{id} at 200/s, alone', setup: '1 worker, memory', m: underLogins.alone },
@@ -431,63 +459,56 @@ async function main(): Promise<void> {
   if (missing.length > 0) {
     log(`skipping the real-backend runs: ${missing.join(' and ')} not on PATH`);
   } else {
-    let redis: Backend | undefined;
-    let ferret: Backend | undefined;
-    try {
-      [redis, ferret] = await Promise.all([startRedis(), startFerretDb()]);
-      const backends = { MONGODB_URL: withDatabase(ferret.url, uniqueName('bench')), REDIS_URL: redis.url };
-      const one = await startService({ ...backends, WORKERS: '1' });
-      const real1 = await measureService('1 worker, real', one, bare.url);
-      const two = await startService({ ...backends, WORKERS: '2' });
-      const real2 = await measureService('2 workers, real', two, bare.url);
-      // Scaling: both services run; their reads are measured in turn.
-      const scaling = await interleaved('GET /users/{id}: 1 worker vs 2 workers', {
-        one: () => load(real1.reads.readUrl, { headers: real1.reads.auth }),
-        two: () => load(real2.reads.readUrl, { headers: real2.reads.auth }),
-      });
-      await Promise.all([one.stop(), two.stop()]);
-      const factor = scaling.two.rps / scaling.one.rps;
-      rows.push(
-        { name: 'GET /users/{id} (Bearer), paired', setup: '1 worker, real', m: scaling.one },
-        {
-          name: 'GET /users/{id} (Bearer), paired',
-          setup: '2 workers, real',
-          m: scaling.two,
-          ratio: `${factor.toFixed(2)}× 1 worker`,
-        },
-      );
-      mark(findRow('GET /users/{id} (Bearer), paired', '2 workers, real'), '≥ 1.3× 1 worker', factor >= 1.3);
-    } finally {
-      await Promise.all([redis?.dispose(), ferret?.dispose()]);
-    }
+    const [redis, ferret] = await Promise.all([startRedis(), startFerretDb()]);
+    stopLater(() => ferret.dispose());
+    stopLater(() => redis.dispose());
+    const backends = { MONGODB_URL: withDatabase(ferret.url, uniqueName('bench')), REDIS_URL: redis.url };
+    const one = await startService({ ...backends, WORKERS: '1' });
+    const real1 = await measureService('1 worker, real', one, bare.url);
+    const two = await startService({ ...backends, WORKERS: '2' });
+    const real2 = await measureService('2 workers, real', two, bare.url);
+    await compareClientCredentials(memory, two);
+    await compareReads(
+      { server: memory, reads: mem.reads },
+      { server: one, reads: real1.reads },
+      { server: two, reads: real2.reads },
+    );
+    await compareRefresh(memory, two);
+    await Promise.all([memory.stop(), one.stop(), two.stop()]);
+    await reportSessionMemory(ferret.url);
   }
-  bare.child.kill();
   printTable(cpu, Math.round((Date.now() - started) / 1000), loadBefore);
 }
 
 function printTable(cpu: string, seconds: number, loadBefore: number): void {
-  const fmt = (value: number | undefined) => (value === undefined ? '' : value.toFixed(0));
+  const fmt = (value: number) => value.toFixed(0);
   // autocannon records latency in whole milliseconds.
   const ms = (value: number | undefined) => (value === undefined ? '' : value < 1 ? '<1' : value.toFixed(0));
   const lines = [
     `Bench: ${CORES} cores (${cpu}), Node ${process.version}, loopback; each figure the median of ${ROUNDS} ` +
-      `interleaved ${SLICE} s slices; ${CONNECTIONS} connections (password grant 4); BCRYPT_COST ${BCRYPT_COST}; ` +
-      `total ${seconds} s; 1-min load average before the run ${loadBefore.toFixed(2)}`,
+      `interleaved ${SLICE} s slices; ${CONNECTIONS} connections (password grant 4, client_credentials ` +
+      `${CLIENT_CREDENTIALS_CONNECTIONS}); BCRYPT_COST ${BCRYPT_COST}; total ${seconds} s; ` +
+      `1-min load average before the run ${loadBefore.toFixed(2)}`,
     '',
-    '| scenario | setup | req/s | p50 ms | p99 ms | failed | ratio | target | result |',
-    '|---|---|---:|---:|---:|---:|---|---|---|',
+    '| scenario | setup | req/s | p50 ms | p99 ms | failed | ratio | target | result | CPU cores: load generator / server / FerretDB / Redis |',
+    '|---|---|---:|---:|---:|---:|---|---|---|---|',
     ...rows.map((row) =>
       [
         '',
         row.name,
         row.setup,
-        row.m ? fmt(row.m.rps) : `${fmt(row.rate)} /s`,
+        row.m ? fmt(row.m.rps) : (row.figure ?? ''),
         ms(row.m?.p50),
         ms(row.m?.p99),
         row.m ? String(row.m.failures) : '',
         row.ratio ?? '',
-        row.target ?? '',
-        row.pass === undefined ? '' : row.pass ? 'pass' : '**miss**',
+        (row.checks ?? []).map((check) => check.target).join('; '),
+        (row.checks ?? []).map((check) => (check.pass ? 'pass' : '**miss**')).join('; '),
+        row.m?.cpu
+          ? Object.values(row.m.cpu)
+              .map((cores) => cores.toFixed(2))
+              .join(' / ')
+          : '',
         '',
       ]
         .join(' | ')
@@ -497,8 +518,15 @@ function printTable(cpu: string, seconds: number, loadBefore: number): void {
   console.log(lines.join('\n'));
 }
 
+// A run interrupted or overrunning its limit still stops everything it started.
+process.once('SIGINT', () => void stopAll().finally(() => process.exit(130)));
+setTimeout(() => {
+  log(`stopping: the run took longer than ${TIME_LIMIT_MS / 60_000} minutes`);
+  void stopAll().finally(() => process.exit(1));
+}, TIME_LIMIT_MS).unref();
+
 try {
   await main();
 } finally {
-  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+  await stopAll();
 }

@@ -44,6 +44,7 @@ export async function openAccountServices(config: Config, options: OpenOptions =
     redisUrl: config.redisUrl,
     startupTimeoutMs: options.startupTimeoutMs ?? config.backendStartupTimeoutMs,
     log: options.log,
+    accountCacheSize: config.accountCacheSize,
   });
   const passwords = createPasswordHasher({ cost: config.bcryptCost, threads: options.hashThreads ?? 1 });
   const mailer = createMailer({
@@ -108,10 +109,9 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   });
   const refreshTokens = createRefreshTokenService({
     store: base.stores.refreshTokens,
-    // Until the refresh-token service takes RefreshTokenKeys, it digests under the key that
-    // was current when this process started; keyRing.refreshTokenKeys is what it will take.
-    encryptionKey: keyRing.refreshTokenKeys.current().key,
+    keys: keyRing.refreshTokenKeys,
     ttlSeconds: config.refreshTokenTtl,
+    leaseSeconds: config.refreshTokenLeaseSeconds,
   });
   const authorizationCodes = createAuthorizationCodeService({
     store: base.stores.authorizations,

@@ -122,7 +122,7 @@ export interface ScopeStore {
   createIfAbsent(scope: Scope): Promise<boolean>;
 }
 
-/** What a refresh token stands for. The token itself is never stored, only its HMAC. */
+/** What a refresh token stands for. The token itself is never stored, only its MAC. */
 export interface RefreshTokenGrant {
   /** Token family: every token rotated from one login shares it (RFC 9700 §4.14.2). */
   familyId: string;
@@ -137,42 +137,68 @@ export interface RefreshTokenGrant {
 }
 
 /**
- * A token's life: unused → consumed (a refresh is under way) → rotated (its successor was
- * saved). Telling the last two apart is what lets a double submit fail quietly while a
- * replay of a rotated token, which means it leaked, revokes the family.
+ * A family's one live token, as the store knows it: which rotation it is and the MAC it
+ * carries. A token of an older generation is recognised by its number alone, so a family is
+ * one record however often it rotates.
+ */
+export interface RefreshTokenGeneration {
+  generation: number;
+  mac: string;
+}
+
+/** A rotation a failed refresh tried: the successor it installed, and the token it replaced. */
+export interface RefreshTokenRotation {
+  successorMac: string;
+  previousMac: string;
+}
+
+/**
+ * A family's life: its current token is unused → consumed (a refresh holds it for a short
+ * lease) → rotated (the successor is current). Telling a consumed token from an older
+ * generation is what lets a double submit fail quietly while a replay of a rotated token,
+ * which means it leaked, revokes the family.
  */
 export type ConsumeResult =
-  /** `attempt` names this consume, so only it can release the token again. */
-  | { outcome: 'consumed'; grant: RefreshTokenGrant; attempt: string }
-  /** Consumed by a refresh that has not saved a successor: a concurrent duplicate. */
+  | { outcome: 'consumed'; grant: RefreshTokenGrant }
+  /** Held by another refresh whose lease has not run out: a concurrent duplicate. */
   | { outcome: 'in-flight' }
-  /** The token was already rotated: the caller must treat the family as compromised. */
+  /** An older generation: the store has revoked the family, atomically with the verdict. */
   | { outcome: 'reused'; grant: RefreshTokenGrant }
   | { outcome: 'revoked' }
   | { outcome: 'unknown' };
 
 export interface RefreshTokenStore {
   /**
-   * Stores a new, unused token under its digest until the grant expires, marks the token it
-   * replaces (same family) rotated, and returns true; returns false, storing nothing, when
-   * the family has been revoked (a refresh that raced a revocation must not plant a live
-   * token in a dead family).
+   * Starts a family with its first token (generation 0) and returns true; returns false,
+   * storing nothing, when the family already exists (a revoked one among them).
    */
-  save(tokenDigest: string, grant: RefreshTokenGrant, replacesDigest?: string): Promise<boolean>;
+  create(grant: RefreshTokenGrant, first: RefreshTokenGeneration): Promise<boolean>;
   /**
-   * Marks the token consumed, atomically: of concurrent calls with one digest exactly one
-   * gets `consumed`, the others `in-flight` until its successor is saved, `reused` after.
-   * A used token stays known until it expires.
+   * Presents a token whose MAC the caller has verified, atomically: of concurrent calls
+   * exactly one gets `consumed` and holds the family for `attempt` until `leaseUntil`
+   * (epoch ms); the others get `in-flight`. After the lease anyone may consume it again, so
+   * a refresh that never completes strands nothing. An older generation is `reused`.
    */
-  consume(familyId: string, tokenDigest: string): Promise<ConsumeResult>;
+  consume(
+    familyId: string,
+    presented: RefreshTokenGeneration,
+    hold: { attempt: string; leaseUntil: number },
+  ): Promise<ConsumeResult>;
   /**
-   * Undoes a consume whose refresh was refused (the account checks, a backend failure), so a
-   * refusal never burns the token: it becomes unused again, atomically, only while it is
-   * still consumed by that `attempt`. A rotated token, a revoked family, or a token consumed
-   * again since, stays as it is.
+   * Makes `successor` the family's unused current token until `grant.expiresAt` (the grant
+   * `consume` returned, with its new expiry), only while `attempt` still holds the family;
+   * false otherwise (revoked, or the lease was taken over).
    */
-  release(familyId: string, tokenDigest: string, attempt: string): Promise<void>;
-  /** Revokes every token of the family, used or not. */
+  rotate(grant: RefreshTokenGrant, attempt: string, successor: RefreshTokenGeneration): Promise<boolean>;
+  /**
+   * Undoes what a failed refresh did: a token `attempt` still holds becomes unused; the
+   * `rotation` that installed `successorMac`, while nobody has used that successor yet (its
+   * reply was lost), is rolled back to the previous generation and `previousMac` (keeping
+   * the new expiry), so the client's retry with the token it still holds succeeds.
+   * Anything else stays.
+   */
+  release(familyId: string, attempt: string, rotation?: RefreshTokenRotation): Promise<void>;
+  /** Revokes the family: none of its tokens, current or older, refreshes again. */
   revokeFamily(familyId: string): Promise<void>;
   /** Revokes every family issued to the account (password change, deletion). */
   revokeSubject(accountKind: AccountKind, subject: string): Promise<void>;

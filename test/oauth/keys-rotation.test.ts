@@ -11,7 +11,14 @@ import { after, before, describe, test } from 'node:test';
 import { openKeyRing } from '../../src/oauth/key-ring.ts';
 import { generateKeyFiles, retireKeys, rotateKeys } from '../../src/oauth/keys.ts';
 import { eventually } from '../support/eventually.ts';
-import { decodeJwtPart, FRONTEND_CLIENT, passwordGrant, request, SEEDED_USER } from '../support/http.ts';
+import {
+  decodeJwtPart,
+  FRONTEND_CLIENT,
+  passwordGrant,
+  refreshGrant,
+  request,
+  SEEDED_USER,
+} from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 describe('the key ring of a process', () => {
@@ -89,5 +96,39 @@ describe('access tokens across a rotation (one process)', () => {
     assert.equal(refused.body.error, 'invalid_token');
     assert.match(String(refused.body.detail), /signing key is not trusted/);
     assert.equal((await read(fresh)).status, 200);
+  });
+});
+
+describe('refresh tokens across a rotation of the refresh-token key (one process)', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer();
+  });
+  after(() => server.close());
+
+  const login = async () => (await passwordGrant(server.url, FRONTEND_CLIENT, SEEDED_USER)).refresh_token;
+  /** The id of the key a refresh token's MAC was made with. */
+  const keyIdOf = (token: string) => token.split('.')[2];
+
+  test('a token made before keys:rotate still refreshes after it; after keys:retire it is refused', async () => {
+    const [refreshed, retired] = [await login(), await login()];
+    const rotated = await rotateKeys(server.keysDir);
+    const newKeyId = rotated.encryption[0].id;
+    assert.notEqual(keyIdOf(refreshed), newKeyId);
+    await eventually(async () => keyIdOf(await login()) === newKeyId, 'new tokens carry the new key id');
+
+    const response = await refreshGrant(server.url, FRONTEND_CLIENT, refreshed);
+    assert.equal(response.status, 200, JSON.stringify(response.body));
+    assert.equal(keyIdOf(String(response.body.refresh_token)), newKeyId);
+
+    await retireKeys(server.keysDir, { kind: 'all' });
+    await eventually(
+      async () => (await refreshGrant(server.url, FRONTEND_CLIENT, retired)).status === 400,
+      'a token under the retired key is refused',
+    );
+    assert.equal(
+      (await refreshGrant(server.url, FRONTEND_CLIENT, String(response.body.refresh_token))).status,
+      200,
+    );
   });
 });

@@ -31,7 +31,8 @@ for (const backend of backends()) {
       assert.equal(response.body.token_type, 'Bearer');
       assert.equal(response.body.expires_in, 86400);
       assert.equal(typeof response.body.access_token, 'string');
-      assert.match(String(response.body.refresh_token), /^[\w-]{22}\.[\w-]{43}$/);
+      // Family, generation, key id, 256 random bits, MAC.
+      assert.match(String(response.body.refresh_token), /^[\w-]{22}\.0\.[\w-]{8}\.[\w-]{43}\.[\w-]{22}$/);
     });
 
     test('the access token is an RS256 at+jwt with the RFC 9068 claims', async () => {

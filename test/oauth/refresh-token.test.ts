@@ -69,6 +69,20 @@ for (const backend of backends()) {
       assert.equal(results.filter((r) => r.status === 400).length, 7);
     });
 
+    test('a forged token naming an older generation of a family is refused and revokes nothing', async () => {
+      const first = await login();
+      const second = await refreshGrant(server.url, FRONTEND_CLIENT, first.refresh_token);
+      assert.equal(second.status, 200);
+      const current = String(second.body.refresh_token);
+      // Someone who knows the family id but not the key: generation 0, a made-up MAC.
+      const [familyId, , keyId, secret] = current.split('.');
+      const forged = [familyId, '0', keyId, secret, 'A'.repeat(22)].join('.');
+      const refused = await refreshGrant(server.url, FRONTEND_CLIENT, forged);
+      assert.equal(refused.status, 400);
+      assert.equal(refused.body.error, 'invalid_grant');
+      assert.equal((await refreshGrant(server.url, FRONTEND_CLIENT, current)).status, 200);
+    });
+
     test('scope may be omitted on refresh: it is the scope originally granted (RFC 6749 §6)', async () => {
       const { refresh_token } = await login();
       const response = await request(server.url, 'POST', '/security/refresh-token', {

@@ -3,23 +3,29 @@
  * when REDIS_URL is set.
  */
 import assert from 'node:assert/strict';
-import { createHash, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
 import { MemoryRefreshTokenStore } from '../../src/stores/memory/index.ts';
+import type { RedisClient } from '../../src/stores/redis/connect.ts';
 import { RedisRefreshTokenStore } from '../../src/stores/redis/refresh-tokens.ts';
-import type { AccountKind, RefreshTokenGrant, RefreshTokenStore } from '../../src/stores/types.ts';
+import type {
+  AccountKind,
+  RefreshTokenGeneration,
+  RefreshTokenGrant,
+  RefreshTokenStore,
+} from '../../src/stores/types.ts';
 import { uniqueName } from '../support/backends.ts';
+import { connectTestRedis, deleteKeys, keysOf, redisTargets } from '../support/redis.ts';
 
 interface Harness {
   store: RefreshTokenStore;
   close(): Promise<void>;
 }
 
-/** Stands in for the HMAC of a token: the store only ever sees digests. */
-function digest(): string {
-  return createHash('sha256').update(randomUUID()).digest('hex');
+/** Stands in for the MAC a token carries: the store only ever sees MACs. */
+function mac(): string {
+  return randomBytes(16).toString('base64url');
 }
 
 function grant(overrides: Partial<RefreshTokenGrant> = {}): RefreshTokenGrant {
@@ -35,24 +41,45 @@ function grant(overrides: Partial<RefreshTokenGrant> = {}): RefreshTokenGrant {
   };
 }
 
-/** Saves a new token and returns what a caller needs to consume it. */
-async function issue(
-  store: RefreshTokenStore,
-  g: RefreshTokenGrant,
-): Promise<{ familyId: string; digest: string }> {
-  const d = digest();
-  assert.equal(await store.save(d, g), true);
-  return { familyId: g.familyId, digest: d };
+/** A token as the store sees it: its family, generation and MAC. */
+interface Token extends RefreshTokenGeneration {
+  familyId: string;
 }
 
-/** Consumes a token that must be unused, returning the grant and the attempt that holds it. */
+/** Starts a family and returns its first token. */
+async function issue(store: RefreshTokenStore, g: RefreshTokenGrant): Promise<Token> {
+  const first = { generation: 0, mac: mac() };
+  assert.equal(await store.create(g, first), true);
+  return { familyId: g.familyId, ...first };
+}
+
+function present(store: RefreshTokenStore, t: Token, attempt = randomUUID(), leaseMs = 5000) {
+  return store.consume(t.familyId, t, { attempt, leaseUntil: Date.now() + leaseMs });
+}
+
+/** Consumes a token that must be unused; returns its grant and the attempt that holds it. */
 async function consumed(
   store: RefreshTokenStore,
-  t: { familyId: string; digest: string },
+  t: Token,
+  leaseMs = 5000,
 ): Promise<{ grant: RefreshTokenGrant; attempt: string }> {
-  const result = await store.consume(t.familyId, t.digest);
+  const attempt = randomUUID();
+  const result = await present(store, t, attempt, leaseMs);
   assert.equal(result.outcome, 'consumed');
-  return result;
+  return { grant: result.grant, attempt };
+}
+
+/** Rotates a consumed token: its successor, one generation on, lives until `expiresAt`. */
+async function rotated(
+  store: RefreshTokenStore,
+  t: Token,
+  held: { grant: RefreshTokenGrant; attempt: string },
+  expiresAt = Date.now() + 90_000,
+): Promise<Token> {
+  const successor = { generation: t.generation + 1, mac: mac() };
+  const renewed = { ...held.grant, expiresAt };
+  assert.equal(await store.rotate(renewed, held.attempt, successor), true);
+  return { familyId: t.familyId, ...successor };
 }
 
 function refreshTokenContract(open: () => Promise<Harness>): void {
@@ -66,110 +93,150 @@ function refreshTokenContract(open: () => Promise<Harness>): void {
     await h?.close();
   });
 
-  test('a saved token is consumed once; in flight until its successor is saved, reused after', async () => {
+  test('a token is consumed once, in flight until rotated; the successor is the one that works', async () => {
     const g = grant();
     const t = await issue(store, g);
-    const consumed = await store.consume(t.familyId, t.digest);
-    assert.equal(consumed.outcome, 'consumed');
-    assert.deepEqual(consumed.grant, g);
-    assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'in-flight' });
-    const successor = digest();
-    assert.equal(await store.save(successor, { ...g, expiresAt: Date.now() + 60_000 }, t.digest), true);
-    assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'reused', grant: g });
-    assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'reused', grant: g });
-    assert.equal((await store.consume(t.familyId, successor)).outcome, 'consumed');
+    const held = await consumed(store, t);
+    assert.deepEqual(held.grant, g);
+    assert.deepEqual(await present(store, t), { outcome: 'in-flight' });
+    const next = await rotated(store, t, held);
+    const again = await consumed(store, next);
+    assert.equal(again.grant.scope, g.scope);
+    assert.ok(again.grant.expiresAt > g.expiresAt, 'a rotation starts a new lifetime');
   });
 
-  test('a successor marks only a token of its own family rotated', async () => {
+  test('an older generation presented again is reused, and the whole family is revoked with that verdict', async () => {
     const g = grant();
     const t = await issue(store, g);
-    assert.equal((await store.consume(t.familyId, t.digest)).outcome, 'consumed');
-    await store.save(digest(), grant(), t.digest);
-    assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'in-flight' });
+    const next = await rotated(store, t, await consumed(store, t));
+    const replay = await present(store, t);
+    assert.equal(replay.outcome, 'reused');
+    assert.equal(replay.outcome === 'reused' && replay.grant.subject, g.subject);
+    assert.deepEqual(await present(store, next), { outcome: 'revoked' });
+    assert.deepEqual(await present(store, t), { outcome: 'revoked' });
   });
 
-  test('of 20 concurrent consumes of one token exactly one wins; the others see it in flight', async () => {
-    const g = grant();
-    const t = await issue(store, g);
-    const results = await Promise.all(Array.from({ length: 20 }, () => store.consume(t.familyId, t.digest)));
+  test('of 50 concurrent consumes of one token exactly one wins; the others see it in flight', async () => {
+    const t = await issue(store, grant());
+    const results = await Promise.all(Array.from({ length: 50 }, () => present(store, t)));
     assert.equal(results.filter((r) => r.outcome === 'consumed').length, 1);
-    assert.equal(results.filter((r) => r.outcome === 'in-flight').length, 19);
+    assert.equal(results.filter((r) => r.outcome === 'in-flight').length, 49);
   });
 
-  test('a released token is unused again: the next consume wins, as a new attempt', async () => {
-    const g = grant();
-    const t = await issue(store, g);
+  test('only the attempt holding the token rotates it', async () => {
+    const t = await issue(store, grant());
+    const held = await consumed(store, t);
+    const successor = { generation: 1, mac: mac() };
+    assert.equal(await store.rotate(held.grant, 'another attempt', successor), false);
+    assert.equal(await store.rotate(held.grant, held.attempt, successor), true);
+    assert.equal(await store.rotate(held.grant, held.attempt, { generation: 2, mac: mac() }), false);
+  });
+
+  test('a released token is unused again: the next consume wins, and the released attempt cannot rotate', async () => {
+    const t = await issue(store, grant());
     const first = await consumed(store, t);
-    await store.release(t.familyId, t.digest, first.attempt);
+    await store.release(t.familyId, first.attempt);
     const second = await consumed(store, t);
-    assert.deepEqual(second.grant, g);
-    assert.notEqual(second.attempt, first.attempt);
-    assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'in-flight' });
+    assert.deepEqual(await present(store, t), { outcome: 'in-flight' });
+    assert.equal(await store.rotate(first.grant, first.attempt, { generation: 1, mac: mac() }), false);
+    await rotated(store, t, second);
   });
 
   test('release undoes only the attempt that still holds the token', async () => {
     const t = await issue(store, grant());
     const first = await consumed(store, t);
-    await store.release(t.familyId, t.digest, first.attempt);
+    await store.release(t.familyId, first.attempt);
     await consumed(store, t);
     // A late second release of the first attempt must not free the token a second refresh holds.
-    await store.release(t.familyId, t.digest, first.attempt);
-    assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'in-flight' });
-    await store.release(t.familyId, t.digest, 'an attempt that never was');
-    assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'in-flight' });
+    await store.release(t.familyId, first.attempt);
+    assert.deepEqual(await present(store, t), { outcome: 'in-flight' });
+    await store.release(t.familyId, 'an attempt that never was');
+    assert.deepEqual(await present(store, t), { outcome: 'in-flight' });
   });
 
-  test('release never revives a rotated, revoked or unused token', async () => {
-    const g = grant();
-    const rotated = await issue(store, g);
-    const attempt = (await consumed(store, rotated)).attempt;
-    const successor = digest();
-    assert.equal(await store.save(successor, g, rotated.digest), true);
-    await store.release(rotated.familyId, rotated.digest, attempt);
-    assert.deepEqual(await store.consume(rotated.familyId, rotated.digest), { outcome: 'reused', grant: g });
+  test('a release naming another successor rolls nothing back', async () => {
+    const t = await issue(store, grant());
+    const held = await consumed(store, t);
+    const next = await rotated(store, t, held);
+    await store.release(t.familyId, held.attempt, { successorMac: mac(), previousMac: t.mac });
+    assert.equal((await present(store, next)).outcome, 'consumed');
+  });
 
+  test('a rotation whose reply was lost is rolled back by its release while its successor is unused', async () => {
+    const t = await issue(store, grant());
+    const held = await consumed(store, t);
+    const lost = await rotated(store, t, held);
+    await store.release(t.familyId, held.attempt, { successorMac: lost.mac, previousMac: t.mac });
+    // The client still holds the token it presented: its retry works, and nothing is revoked.
+    assert.deepEqual(await present(store, lost), { outcome: 'unknown' });
+    const retry = await consumed(store, t);
+    const next = await rotated(store, t, retry);
+    assert.equal(next.generation, lost.generation);
+    assert.equal((await present(store, next)).outcome, 'consumed');
+  });
+
+  test('once its successor is used, a rotation is never rolled back', async () => {
+    const t = await issue(store, grant());
+    const held = await consumed(store, t);
+    const next = await rotated(store, t, held);
+    await consumed(store, next);
+    await store.release(t.familyId, held.attempt, { successorMac: next.mac, previousMac: t.mac });
+    assert.deepEqual(await present(store, next), { outcome: 'in-flight' });
+    assert.equal((await present(store, t)).outcome, 'reused');
+  });
+
+  test('a refresh that never completes holds the token only for its lease', async () => {
+    const t = await issue(store, grant());
+    const stalled = await consumed(store, t, 200);
+    assert.deepEqual(await present(store, t), { outcome: 'in-flight' });
+    await sleep(300);
+    const retry = await consumed(store, t);
+    // The stalled refresh, should it wake up, has lost the token: exactly one rotation lands.
+    assert.equal(await store.rotate(stalled.grant, stalled.attempt, { generation: 1, mac: mac() }), false);
+    await rotated(store, t, retry);
+  });
+
+  test('release never revives a revoked or unused token', async () => {
     const revoked = await issue(store, grant());
     const held = (await consumed(store, revoked)).attempt;
     await store.revokeFamily(revoked.familyId);
-    await store.release(revoked.familyId, revoked.digest, held);
-    assert.deepEqual(await store.consume(revoked.familyId, revoked.digest), { outcome: 'revoked' });
+    await store.release(revoked.familyId, held);
+    assert.deepEqual(await present(store, revoked), { outcome: 'revoked' });
 
     const unused = await issue(store, grant());
-    await store.release(unused.familyId, unused.digest, 'no attempt');
-    await store.release(randomUUID(), digest(), 'no attempt');
-    assert.equal((await store.consume(unused.familyId, unused.digest)).outcome, 'consumed');
+    await store.release(unused.familyId, 'no attempt');
+    await store.release(randomUUID(), 'no attempt');
+    assert.equal((await present(store, unused)).outcome, 'consumed');
   });
 
-  test('an unknown digest, or a known one under another family, is unknown', async () => {
+  test('a MAC not current, a generation not yet issued, or an unknown family is unknown, and harms nothing', async () => {
     const t = await issue(store, grant());
-    assert.deepEqual(await store.consume(t.familyId, digest()), { outcome: 'unknown' });
-    assert.deepEqual(await store.consume(randomUUID(), t.digest), { outcome: 'unknown' });
-    // The mismatched attempt did not use the token up.
-    assert.equal((await store.consume(t.familyId, t.digest)).outcome, 'consumed');
+    assert.deepEqual(await present(store, { ...t, mac: mac() }), { outcome: 'unknown' });
+    assert.deepEqual(await present(store, { ...t, generation: 1 }), { outcome: 'unknown' });
+    assert.deepEqual(await present(store, { ...t, familyId: randomUUID() }), { outcome: 'unknown' });
+    assert.equal((await present(store, t)).outcome, 'consumed');
   });
 
-  test('revokeFamily stops every token of the family, used or not', async () => {
-    const family = randomUUID();
-    const used = await issue(store, grant({ familyId: family }));
-    const unused = await issue(store, grant({ familyId: family, expiresAt: Date.now() + 120_000 }));
+  test('revokeFamily stops the family, used or not, and no other', async () => {
+    const used = await issue(store, grant());
+    const unused = await issue(store, grant());
     const bystander = await issue(store, grant());
-    assert.equal((await store.consume(used.familyId, used.digest)).outcome, 'consumed');
-    await store.revokeFamily(family);
-    assert.deepEqual(await store.consume(used.familyId, used.digest), { outcome: 'revoked' });
-    assert.deepEqual(await store.consume(unused.familyId, unused.digest), { outcome: 'revoked' });
-    assert.equal((await store.consume(bystander.familyId, bystander.digest)).outcome, 'consumed');
+    const held = await consumed(store, used);
+    await store.revokeFamily(used.familyId);
+    await store.revokeFamily(unused.familyId);
+    assert.deepEqual(await present(store, used), { outcome: 'revoked' });
+    assert.deepEqual(await present(store, unused), { outcome: 'revoked' });
+    // A refresh that consumed its token just before the revocation cannot plant a successor.
+    assert.equal(await store.rotate(held.grant, held.attempt, { generation: 1, mac: mac() }), false);
+    assert.equal((await present(store, bystander)).outcome, 'consumed');
   });
 
-  test('no token is saved into a revoked family, not even after its first tokens expire', async () => {
-    const family = randomUUID();
-    const first = await issue(store, grant({ familyId: family, expiresAt: Date.now() + 300 }));
-    await store.revokeFamily(family);
-    // A refresh that consumed its token just before the revocation now saves its successor.
-    const late = digest();
-    assert.equal(await store.save(late, grant({ familyId: family, expiresAt: Date.now() + 60_000 })), false);
-    await sleep(450);
-    assert.deepEqual(await store.consume(family, late), { outcome: 'unknown' });
-    assert.notEqual((await store.consume(family, first.digest)).outcome, 'consumed');
+  test('a family is created once: never again, revoked or not', async () => {
+    const g = grant();
+    await issue(store, g);
+    assert.equal(await store.create(g, { generation: 0, mac: mac() }), false);
+    await store.revokeFamily(g.familyId);
+    assert.equal(await store.create(g, { generation: 0, mac: mac() }), false);
   });
 
   test('revokeFamily of an unknown family is harmless', async () => {
@@ -182,42 +249,42 @@ function refreshTokenContract(open: () => Promise<Harness>): void {
     const second = await issue(store, grant({ subject, clientId: 'cli' }));
     const sameIdOtherKind = await issue(store, grant({ subject, accountKind: 'admin' }));
     const otherSubject = await issue(store, grant());
-    assert.equal((await store.consume(first.familyId, first.digest)).outcome, 'consumed');
+    const rotatedFirst = await rotated(store, first, await consumed(store, first));
 
     await store.revokeSubject('user', subject);
-    assert.deepEqual(await store.consume(first.familyId, first.digest), { outcome: 'revoked' });
-    assert.deepEqual(await store.consume(second.familyId, second.digest), { outcome: 'revoked' });
-    assert.equal((await store.consume(sameIdOtherKind.familyId, sameIdOtherKind.digest)).outcome, 'consumed');
-    assert.equal((await store.consume(otherSubject.familyId, otherSubject.digest)).outcome, 'consumed');
+    assert.deepEqual(await present(store, rotatedFirst), { outcome: 'revoked' });
+    assert.deepEqual(await present(store, second), { outcome: 'revoked' });
+    assert.equal((await present(store, sameIdOtherKind)).outcome, 'consumed');
+    assert.equal((await present(store, otherSubject)).outcome, 'consumed');
 
     // A login after the revocation starts a family that works.
     const fresh = await issue(store, grant({ subject }));
-    assert.equal((await store.consume(fresh.familyId, fresh.digest)).outcome, 'consumed');
+    assert.equal((await present(store, fresh)).outcome, 'consumed');
     await store.revokeSubject('admin' satisfies AccountKind, randomUUID());
   });
 
   test('a token whose grant already expired is unknown', async () => {
     const t = await issue(store, grant({ expiresAt: Date.now() - 1000 }));
-    assert.deepEqual(await store.consume(t.familyId, t.digest), { outcome: 'unknown' });
+    assert.deepEqual(await present(store, t), { outcome: 'unknown' });
   });
 
-  test('a token is unknown once its grant expires', async () => {
+  test('a family is unknown once it expires, used or not, revoked or not', async () => {
     const short = await issue(store, grant({ expiresAt: Date.now() + 300 }));
     const used = await issue(store, grant({ expiresAt: Date.now() + 300 }));
-    assert.equal((await store.consume(used.familyId, used.digest)).outcome, 'consumed');
+    const revoked = await issue(store, grant({ expiresAt: Date.now() + 300 }));
+    await consumed(store, used);
+    await store.revokeFamily(revoked.familyId);
     await sleep(450);
-    assert.deepEqual(await store.consume(short.familyId, short.digest), { outcome: 'unknown' });
-    assert.deepEqual(await store.consume(used.familyId, used.digest), { outcome: 'unknown' });
+    assert.deepEqual(await present(store, short), { outcome: 'unknown' });
+    assert.deepEqual(await present(store, used), { outcome: 'unknown' });
+    assert.deepEqual(await present(store, revoked), { outcome: 'unknown' });
   });
 
-  test('a revoked family stays revoked while its longest-lived token lives', async () => {
-    const family = randomUUID();
-    const short = await issue(store, grant({ familyId: family, expiresAt: Date.now() + 300 }));
-    const long = await issue(store, grant({ familyId: family, expiresAt: Date.now() + 60_000 }));
-    await store.revokeFamily(family);
+  test('a rotation extends the family past its first expiry', async () => {
+    const t = await issue(store, grant({ expiresAt: Date.now() + 300 }));
+    const next = await rotated(store, t, await consumed(store, t));
     await sleep(450);
-    assert.deepEqual(await store.consume(short.familyId, short.digest), { outcome: 'unknown' });
-    assert.deepEqual(await store.consume(long.familyId, long.digest), { outcome: 'revoked' });
+    assert.equal((await present(store, next)).outcome, 'consumed');
   });
 }
 
@@ -225,73 +292,79 @@ describe('RefreshTokenStore: memory', () => {
   refreshTokenContract(async () => ({ store: new MemoryRefreshTokenStore(), close: async () => {} }));
 });
 
-const redisUrl = process.env.REDIS_URL;
+for (const { label, url: redisUrl } of redisTargets())
+  describe(`RefreshTokenStore: Redis, ${label}`, {
+    skip: redisUrl ? false : `no URL for Redis (${label}): real Redis contract not run`,
+  }, () => {
+    // A key prefix of its own per run, so concurrent runs never see each other's keys.
+    const prefix = `${uniqueName('rt_test')}:`;
+    let redis: RedisClient;
 
-describe('RefreshTokenStore: Redis', {
-  skip: redisUrl ? false : 'REDIS_URL not set: real Redis contract not run',
-}, () => {
-  // A key prefix of its own per run, so concurrent runs never see each other's keys.
-  const prefix = `${uniqueName('rt_test')}:`;
-  let redis: Redis;
+    refreshTokenContract(async () => {
+      redis = await connectTestRedis(redisUrl ?? '');
+      return {
+        store: new RedisRefreshTokenStore(redis, { prefix }),
+        async close() {
+          await deleteKeys(redis, `${prefix}*`);
+          await redis.quit();
+        },
+      };
+    });
 
-  refreshTokenContract(async () => {
-    redis = new Redis(redisUrl ?? '');
-    return {
-      store: new RedisRefreshTokenStore(redis, { prefix }),
-      async close() {
-        const keys = await redis.keys(`${prefix}*`);
-        if (keys.length > 0) await redis.del(...keys);
-        await redis.quit();
-      },
-    };
+    test('a family is one key however often it rotates; the account index drops expired and revoked families', async () => {
+      const store = new RedisRefreshTokenStore(redis, { prefix });
+      const subject = randomUUID();
+      const g = grant({ accountKind: 'admin', subject });
+      let t = await issue(store, g);
+      for (let i = 0; i < 20; i++) t = await rotated(store, t, await consumed(store, t));
+      assert.deepEqual(await keysOf(redis, `${prefix}*${g.familyId}*`), [`${prefix}{${g.familyId}}`]);
+      const subjectKeys = await keysOf(redis, `${prefix}s:*`);
+      const subjectKey = (
+        await Promise.all(subjectKeys.map(async (key) => ((await redis.zscore(key, g.familyId)) ? key : '')))
+      ).find(Boolean);
+      assert.ok(subjectKey, 'the family is listed under its account');
+      assert.deepEqual(await redis.zrange(subjectKey, '0', '-1'), [g.familyId]);
+      for (const key of [`${prefix}{${g.familyId}}`, subjectKey]) {
+        const ttl = await redis.pttl(key);
+        assert.ok(ttl > 0 && ttl <= 90_000, `${key} expires (pttl ${ttl})`);
+      }
+
+      const revoked = await issue(store, grant({ accountKind: 'admin', subject }));
+      await issue(store, grant({ accountKind: 'admin', subject, expiresAt: Date.now() + 200 }));
+      assert.equal((await present(store, revoked)).outcome, 'consumed');
+      await store.revokeFamily(revoked.familyId);
+      await sleep(300);
+      // The next write to the account prunes the family that expired meanwhile.
+      const fresh = await issue(store, grant({ accountKind: 'admin', subject }));
+      assert.deepEqual(
+        (await redis.zrange(subjectKey, '0', '-1')).sort(),
+        [g.familyId, fresh.familyId].sort(),
+      );
+    });
   });
-
-  test('every key is under the prefix, hash-tagged per family, and expires', async () => {
-    const store = new RedisRefreshTokenStore(redis, { prefix });
-    const g = grant({ accountKind: 'admin' });
-    const d = digest();
-    await store.save(d, g);
-    await store.consume(g.familyId, d);
-    await store.revokeFamily(g.familyId);
-    const keys = (await redis.keys(`${prefix}*${g.familyId}*`)).sort();
-    assert.deepEqual(keys, [
-      `${prefix}{${g.familyId}}:exp`,
-      `${prefix}{${g.familyId}}:revoked`,
-      `${prefix}{${g.familyId}}:t:${d}`,
-    ]);
-    const subjectKey = `${prefix}s:{admin:${g.subject}}`;
-    assert.deepEqual(await redis.smembers(subjectKey), [g.familyId]);
-    for (const key of [...keys, subjectKey]) {
-      const ttl = await redis.pttl(key);
-      assert.ok(ttl > 0 && ttl <= 60_000, `${key} expires (pttl ${ttl})`);
-    }
-  });
-});
 
 describe('RefreshTokenStore: memory, over a long run', () => {
   const MINUTE = 60_000;
-  /** Enough saves for the store to sweep out what has expired. */
+  /** Enough writes for the store to sweep out what has expired. */
   const SWEEP_EVERY = 1024;
 
-  test('expired tokens, families, revocations and per-account indexes are forgotten', async () => {
+  test('a family is one entry however often it rotates, and expired families are forgotten', async () => {
     let now = Date.UTC(2030, 0, 1);
     const store = new MemoryRefreshTokenStore(() => now);
-    for (let i = 0; i < SWEEP_EVERY; i++) {
-      const g = grant({ subject: randomUUID(), expiresAt: now + MINUTE });
-      await store.save(digest(), g);
-      if (i % 8 === 0) await store.revokeFamily(g.familyId);
-    }
-    assert.deepEqual(store.footprint(), {
-      tokens: SWEEP_EVERY,
-      families: SWEEP_EVERY,
-      revokedFamilies: SWEEP_EVERY / 8,
-      accountIndex: SWEEP_EVERY,
-    });
+    const g = grant({ expiresAt: now + MINUTE });
+    let t = await issue(store, g);
+    for (let i = 0; i < 20; i++) t = await rotated(store, t, await consumed(store, t), now + MINUTE);
+    assert.deepEqual(store.footprint(), { families: 1, accountIndex: 1 });
 
+    for (let i = 1; i < SWEEP_EVERY; i++)
+      await store.create(grant({ expiresAt: now + MINUTE }), { generation: 0, mac: mac() });
+    assert.deepEqual(store.footprint(), { families: SWEEP_EVERY, accountIndex: SWEEP_EVERY });
     now += 2 * MINUTE;
     const fresh = await issue(store, grant({ expiresAt: now + MINUTE }));
-    assert.deepEqual(store.footprint(), { tokens: 1, families: 1, revokedFamilies: 0, accountIndex: 1 });
-    assert.equal((await store.consume(fresh.familyId, fresh.digest)).outcome, 'consumed');
+    for (let i = 0; i < 20; i++)
+      await store.create(grant({ expiresAt: now + MINUTE }), { generation: 0, mac: mac() });
+    assert.deepEqual(store.footprint(), { families: 21, accountIndex: 21 });
+    assert.equal((await present(store, fresh)).outcome, 'consumed');
   });
 
   test('the sweep keeps the live families of an account, so revokeSubject still reaches them', async () => {
@@ -300,12 +373,13 @@ describe('RefreshTokenStore: memory, over a long run', () => {
     const subject = randomUUID();
     const live = await issue(store, grant({ subject, expiresAt: now + 10 * MINUTE }));
     await issue(store, grant({ subject, expiresAt: now + MINUTE }));
-    for (let i = 2; i < SWEEP_EVERY; i++) await store.save(digest(), grant({ expiresAt: now + MINUTE }));
+    for (let i = 2; i < SWEEP_EVERY; i++)
+      await store.create(grant({ expiresAt: now + MINUTE }), { generation: 0, mac: mac() });
 
     now += 2 * MINUTE;
     await issue(store, grant({ expiresAt: now + MINUTE }));
-    assert.deepEqual(store.footprint(), { tokens: 2, families: 2, revokedFamilies: 0, accountIndex: 2 });
+    assert.deepEqual(store.footprint(), { families: 2, accountIndex: 2 });
     await store.revokeSubject('user', subject);
-    assert.deepEqual(await store.consume(live.familyId, live.digest), { outcome: 'revoked' });
+    assert.deepEqual(await present(store, live), { outcome: 'revoked' });
   });
 });

@@ -6,7 +6,7 @@ import type { AccountKind, OAuthClient, ScopeStore } from '../../stores/types.ts
 import { compileValidator, type Validator } from '../../validation.ts';
 import type { AccessTokenService } from '../access-token.ts';
 import type { AuthorizationCodeService } from '../authorization-code.ts';
-import type { RefreshTokenService } from '../refresh-token.ts';
+import type { RefreshTokenHold, RefreshTokenService } from '../refresh-token.ts';
 
 /** RFC 6749 §5.1. `refresh_token` is absent for the client credentials grant (§4.4.3). */
 export interface TokenResponse {
@@ -66,8 +66,8 @@ export async function issueTokens(
     client: OAuthClient;
     scope: string;
     familyId?: string;
-    /** The refresh token this issue rotates. */
-    replaces?: string;
+    /** The consumed refresh token this issue rotates. */
+    rotates?: RefreshTokenHold;
     withRefreshToken: boolean;
   },
 ): Promise<TokenResponse> {
@@ -87,7 +87,7 @@ export async function issueTokens(
   if (grant.withRefreshToken && 'credentialStamp' in grant) {
     const refreshToken = await deps.refreshTokens.issueRefreshToken({
       familyId: grant.familyId,
-      replaces: grant.replaces,
+      rotates: grant.rotates,
       clientId: client.id,
       accountKind: grant.subject.kind,
       subject: grant.subject.id,

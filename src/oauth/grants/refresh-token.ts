@@ -1,6 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { InvalidGrant, InvalidScope } from '../../errors.ts';
 import type { OAuthClient, RefreshTokenGrant } from '../../stores/types.ts';
+import type { RefreshTokenHold } from '../refresh-token.ts';
 import { isWithin, resolveScope } from '../scope.ts';
 import {
   clientParameters,
@@ -47,32 +48,34 @@ export const refreshTokenGrant: Grant = {
     // Another request is refreshing with this very token (a double submit): it wins, this one
     // fails, and nothing is revoked, since nothing leaked.
     if (result.outcome === 'in-flight') throw new InvalidGrant('Refresh token is already being used');
-    const { grant } = result;
-    if (result.outcome === 'reused') {
-      await deps.refreshTokens.revokeFamily(grant.familyId);
-      throw new InvalidGrant('Refresh token already used');
-    }
+    // The store revoked the family with this verdict.
+    if (result.outcome === 'reused') throw new InvalidGrant('Refresh token already used');
+    const { grant, hold } = result;
     // RFC 6749 §10.4: the token is bound to its client. Another client holding it means it leaked.
     if (grant.clientId !== client.id) {
       await deps.refreshTokens.revokeFamily(grant.familyId);
       throw new InvalidGrant('Refresh token was issued to another client');
     }
     try {
-      return await rotate(grant, requested ?? grant.scope, token, client, deps);
+      return await rotate(grant, requested ?? grant.scope, hold, client, deps);
     } catch (error) {
       // The client may retry (an outage) or will hear the same refusal again: either way the
-      // token is not burnt. Should the store fail here too, the refusal is still what is told.
-      await deps.refreshTokens.releaseRefreshToken(token, result.attempt).catch(() => undefined);
+      // token is not burnt, not even when the rotation landed but its reply was lost. Should
+      // the store fail here too, the refusal is still what is told, and the lease frees the token.
+      await deps.refreshTokens.releaseRefreshToken(hold).catch(() => undefined);
       throw error;
     }
   },
 };
 
-/** The checks that need the stored grant, then the new tokens in the same family. */
+/**
+ * The checks that need the stored grant, then the new tokens in the same family. A narrower
+ * scope narrows the access token only: the successor keeps the family's scope (RFC 6749 §6).
+ */
 async function rotate(
   grant: RefreshTokenGrant,
   scope: string,
-  token: string,
+  hold: RefreshTokenHold,
   client: OAuthClient,
   deps: GrantDependencies,
 ): Promise<TokenResponse> {
@@ -88,8 +91,7 @@ async function rotate(
     client,
     scope,
     credentialStamp: grant.credentialStamp,
-    familyId: grant.familyId,
-    replaces: token,
+    rotates: hold,
     withRefreshToken: true,
   });
 }

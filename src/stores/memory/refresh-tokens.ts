@@ -1,20 +1,25 @@
-import { randomUUID } from 'node:crypto';
-import type { AccountKind, ConsumeResult, RefreshTokenGrant, RefreshTokenStore } from '../types.ts';
+import type {
+  AccountKind,
+  ConsumeResult,
+  RefreshTokenGeneration,
+  RefreshTokenGrant,
+  RefreshTokenRotation,
+  RefreshTokenStore,
+} from '../types.ts';
 
-interface StoredToken {
+/** One family: its grant, its current token and what holds it; nothing per rotated token. */
+interface Family {
   grant: RefreshTokenGrant;
-  state: 'unused' | 'consumed' | 'rotated';
-  /** The consume that holds the token while it is `consumed`. */
+  current: RefreshTokenGeneration;
+  state: 'unused' | 'consumed' | 'revoked';
+  /** The refresh holding the family while `consumed`. */
   attempt?: string;
+  leaseUntil?: number;
 }
 
-/** Entries held by MemoryRefreshTokenStore, by kind; each stays until a sweep after it expires. */
+/** Entries held by MemoryRefreshTokenStore; each stays until a sweep after it expires. */
 export interface Footprint {
-  tokens: number;
-  /** Families, with the expiry of their longest-lived token. */
   families: number;
-  /** Revocation markers. */
-  revokedFamilies: number;
   /** Family ids listed under their accounts, for revokeSubject. */
   accountIndex: number;
 }
@@ -24,100 +29,126 @@ export interface Footprint {
  * single thread each one is atomic, which is what `consume` promises.
  */
 export class MemoryRefreshTokenStore implements RefreshTokenStore {
-  readonly #tokens = new Map<string, StoredToken>();
-  /** familyId -> expiry (ms) of the family's longest-lived token. */
-  readonly #familyExpiry = new Map<string, number>();
-  /** familyId -> expiry (ms) of the revocation marker. */
-  readonly #revokedFamilies = new Map<string, number>();
-  /** "kind:subject" -> familyIds issued to that account. */
-  readonly #familiesBySubject = new Map<string, Set<string>>();
+  readonly #families = new Map<string, Family>();
+  /** "kind:subject" -> familyId -> the family's expiry (ms), for revokeSubject. */
+  readonly #familiesBySubject = new Map<string, Map<string, number>>();
   readonly #now: () => number;
 
   constructor(now: () => number = Date.now) {
     this.#now = now;
   }
 
-  async save(tokenDigest: string, grant: RefreshTokenGrant, replacesDigest?: string): Promise<boolean> {
+  async create(grant: RefreshTokenGrant, first: RefreshTokenGeneration): Promise<boolean> {
     this.#sweep();
-    if (this.#isRevoked(grant.familyId)) return false;
-    this.#tokens.set(tokenDigest, { grant: { ...grant }, state: 'unused' });
-    const replaced = replacesDigest === undefined ? undefined : this.#tokens.get(replacesDigest);
-    if (replaced?.grant.familyId === grant.familyId) replaced.state = 'rotated';
-    this.#familyExpiry.set(
-      grant.familyId,
-      Math.max(grant.expiresAt, this.#familyExpiry.get(grant.familyId) ?? 0),
-    );
-    const key = subjectKey(grant.accountKind, grant.subject);
-    const families = this.#familiesBySubject.get(key) ?? new Set<string>();
-    families.add(grant.familyId);
-    this.#familiesBySubject.set(key, families);
+    if (this.#live(grant.familyId)) return false;
+    this.#families.set(grant.familyId, { grant: { ...grant }, current: { ...first }, state: 'unused' });
+    this.#index(grant);
     return true;
   }
 
-  async consume(familyId: string, tokenDigest: string): Promise<ConsumeResult> {
-    const stored = this.#tokens.get(tokenDigest);
-    if (!stored || stored.grant.familyId !== familyId || stored.grant.expiresAt <= this.#now()) {
-      return { outcome: 'unknown' };
+  async consume(
+    familyId: string,
+    presented: RefreshTokenGeneration,
+    hold: { attempt: string; leaseUntil: number },
+  ): Promise<ConsumeResult> {
+    const family = this.#live(familyId);
+    if (!family) return { outcome: 'unknown' };
+    if (family.state === 'revoked') return { outcome: 'revoked' };
+    if (presented.generation < family.current.generation) {
+      this.#revoke(family);
+      return { outcome: 'reused', grant: { ...family.grant } };
     }
-    if (this.#isRevoked(familyId)) return { outcome: 'revoked' };
-    if (stored.state === 'consumed') return { outcome: 'in-flight' };
-    if (stored.state === 'rotated') return { outcome: 'reused', grant: { ...stored.grant } };
-    stored.state = 'consumed';
-    stored.attempt = randomUUID();
-    return { outcome: 'consumed', grant: { ...stored.grant }, attempt: stored.attempt };
+    if (presented.generation > family.current.generation || presented.mac !== family.current.mac)
+      return { outcome: 'unknown' };
+    if (family.state === 'consumed' && (family.leaseUntil ?? 0) > this.#now())
+      return { outcome: 'in-flight' };
+    family.state = 'consumed';
+    family.attempt = hold.attempt;
+    family.leaseUntil = hold.leaseUntil;
+    return { outcome: 'consumed', grant: { ...family.grant } };
   }
 
-  async release(familyId: string, tokenDigest: string, attempt: string): Promise<void> {
-    const stored = this.#tokens.get(tokenDigest);
-    if (stored?.grant.familyId !== familyId || this.#isRevoked(familyId)) return;
-    if (stored.state !== 'consumed' || stored.attempt !== attempt) return;
-    stored.state = 'unused';
-    stored.attempt = undefined;
+  async rotate(
+    grant: RefreshTokenGrant,
+    attempt: string,
+    successor: RefreshTokenGeneration,
+  ): Promise<boolean> {
+    const family = this.#families.get(grant.familyId);
+    if (family?.state !== 'consumed' || family.attempt !== attempt) return false;
+    family.current = { ...successor };
+    family.grant.expiresAt = grant.expiresAt;
+    family.state = 'unused';
+    family.attempt = undefined;
+    family.leaseUntil = undefined;
+    this.#index(family.grant);
+    return true;
+  }
+
+  async release(familyId: string, attempt: string, rotation?: RefreshTokenRotation): Promise<void> {
+    const family = this.#families.get(familyId);
+    if (family?.state === 'consumed' && family.attempt === attempt) {
+      family.state = 'unused';
+      family.attempt = undefined;
+      family.leaseUntil = undefined;
+    } else if (family?.state === 'unused' && rotation && family.current.mac === rotation.successorMac) {
+      family.current = { generation: family.current.generation - 1, mac: rotation.previousMac };
+    }
   }
 
   async revokeFamily(familyId: string): Promise<void> {
-    // The marker outlives every token of the family, so none of them can be used again.
-    this.#revokedFamilies.set(familyId, this.#familyExpiry.get(familyId) ?? this.#now());
+    const family = this.#live(familyId);
+    if (family) this.#revoke(family);
   }
 
   async revokeSubject(accountKind: AccountKind, subject: string): Promise<void> {
     const key = subjectKey(accountKind, subject);
-    for (const familyId of this.#familiesBySubject.get(key) ?? []) await this.revokeFamily(familyId);
+    for (const familyId of this.#familiesBySubject.get(key)?.keys() ?? []) await this.revokeFamily(familyId);
     this.#familiesBySubject.delete(key);
   }
 
   /**
    * How many entries of each kind the store holds: what an embedded server keeps in memory.
-   * Expired ones are dropped every 1024 saves, so this follows the live tokens, not every
+   * Expired ones are dropped every 1024 new families, so this follows the live sessions, not every
    * token ever issued.
    */
   footprint(): Footprint {
     let accountIndex = 0;
     for (const families of this.#familiesBySubject.values()) accountIndex += families.size;
-    return {
-      tokens: this.#tokens.size,
-      families: this.#familyExpiry.size,
-      revokedFamilies: this.#revokedFamilies.size,
-      accountIndex,
-    };
+    return { families: this.#families.size, accountIndex };
   }
 
-  #isRevoked(familyId: string): boolean {
-    const until = this.#revokedFamilies.get(familyId);
-    return until !== undefined && until > this.#now();
+  /** The family, unless it has expired; the caller's clock decides, as in the Redis store. */
+  #live(familyId: string): Family | undefined {
+    const family = this.#families.get(familyId);
+    return family && family.grant.expiresAt > this.#now() ? family : undefined;
+  }
+
+  #revoke(family: Family): void {
+    family.state = 'revoked';
+    family.attempt = undefined;
+    this.#familiesBySubject
+      .get(subjectKey(family.grant.accountKind, family.grant.subject))
+      ?.delete(family.grant.familyId);
+  }
+
+  /** Lists the family under its account until its expiry, dropping what has expired there. */
+  #index(grant: RefreshTokenGrant): void {
+    const key = subjectKey(grant.accountKind, grant.subject);
+    const families = this.#familiesBySubject.get(key) ?? new Map<string, number>();
+    const now = this.#now();
+    for (const [familyId, expiresAt] of families) if (expiresAt <= now) families.delete(familyId);
+    families.set(grant.familyId, grant.expiresAt);
+    this.#familiesBySubject.set(key, families);
   }
 
   /** Drops expired entries so a long-running embedded server does not grow without bound. */
   #sweep(): void {
-    if (this.#tokens.size % 1024 !== 0) return;
+    if (this.#families.size % 1024 !== 0) return;
     const now = this.#now();
-    for (const [digest, stored] of this.#tokens)
-      if (stored.grant.expiresAt <= now) this.#tokens.delete(digest);
-    for (const [familyId, until] of this.#familyExpiry) if (until <= now) this.#familyExpiry.delete(familyId);
-    for (const [familyId, until] of this.#revokedFamilies)
-      if (until <= now) this.#revokedFamilies.delete(familyId);
+    for (const [familyId, family] of this.#families)
+      if (family.grant.expiresAt <= now) this.#families.delete(familyId);
     for (const [key, families] of this.#familiesBySubject) {
-      for (const familyId of families) if (!this.#familyExpiry.has(familyId)) families.delete(familyId);
+      for (const [familyId, expiresAt] of families) if (expiresAt <= now) families.delete(familyId);
       if (families.size === 0) this.#familiesBySubject.delete(key);
     }
   }

@@ -1,167 +1,239 @@
-import { createHash, randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
-import type { AccountKind, ConsumeResult, RefreshTokenGrant, RefreshTokenStore } from '../types.ts';
+import { createHash } from 'node:crypto';
+import type {
+  AccountKind,
+  ConsumeResult,
+  RefreshTokenGeneration,
+  RefreshTokenGrant,
+  RefreshTokenRotation,
+  RefreshTokenStore,
+} from '../types.ts';
+import type { RedisClient } from './connect.ts';
+import { runScript, script } from './scripts.ts';
 
 /**
- * Refresh tokens in Redis. Key layout (P = prefix, default `rt:`):
+ * Refresh tokens in Redis: one small hash per family, however often it rotates, and one
+ * sorted set per account. Key layout (P = prefix, default `rt:`):
  *
- *   P{familyId}:t:<digest>   hash {grant: JSON, exp: ms, used: 0 unused | 1 consumed | 2 rotated,
- *                            attempt: the consume holding it while used is 1},
- *                            PEXPIREAT grant.expiresAt
- *   P{familyId}:exp          the family's latest expiry (ms), expiring at that moment
- *   P{familyId}:revoked      revocation marker, expiring with the family's latest token;
- *                            no token is saved into a family while it exists
- *   Ps:{kind:subject}        set of family ids issued to one account
+ *   P{familyId}        hash, PEXPIREAT its expiry:
+ *                        g generation of the current token
+ *                        m its MAC
+ *                        s u unused | c consumed | r revoked
+ *                        a the attempt holding it while c
+ *                        l lease expiry (ms) while c
+ *                        e expiry (ms), c client, k kind, u subject, sc scope, st stamp
+ *   Ps:{account}       sorted set of the account's family ids scored by expiry, pruned of
+ *                      expired families on every write, PEXPIREAT its latest score; the
+ *                      tag is a 96-bit digest of kind and subject, shorter than both
  *
- * The `{...}` hash tags put all of a family's keys in one cluster slot, so each family
- * script touches only same-slot keys. Only HMAC digests are stored, never a raw token.
+ * The `{...}` hash tags keep each script on one cluster slot. Only MACs are stored, never a
+ * token: the random part a token needs is in no key.
  */
 
-/** Marks a token used, atomically, so of two concurrent consumers exactly one wins. */
-const CONSUME = `
-local t = redis.call('HMGET', KEYS[1], 'grant', 'exp', 'used')
-if not t[1] or tonumber(t[2]) <= tonumber(ARGV[1]) then return {'unknown'} end
-if redis.call('EXISTS', KEYS[2]) == 1 then return {'revoked'} end
-if t[3] == '1' then return {'in-flight'} end
-if t[3] == '2' then return {'reused', t[1]} end
-redis.call('HSET', KEYS[1], 'used', '1', 'attempt', ARGV[2])
-return {'consumed', t[1]}
-`;
+const GRANT_FIELDS = "'c', 'k', 'u', 'sc', 'st', 'e'";
 
-/** Makes a consumed token unused again, only while the same attempt still holds it. */
-const RELEASE = `
-if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-local t = redis.call('HMGET', KEYS[1], 'used', 'attempt')
-if t[1] ~= '1' or t[2] ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'used', '0')
-redis.call('HDEL', KEYS[1], 'attempt')
-return 1
-`;
-
-/**
- * Stores an unused token and raises the family's expiry to cover it, and marks the token it
- * replaces (KEYS[4], when given) rotated; nothing goes into a revoked family.
- */
-const SAVE = `
-if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
-if KEYS[4] and redis.call('EXISTS', KEYS[4]) == 1 then redis.call('HSET', KEYS[4], 'used', '2') end
-redis.call('HSET', KEYS[1], 'grant', ARGV[1], 'exp', ARGV[2], 'used', '0')
+/** Starts a family unless one with its id exists (a revoked one included). */
+const CREATE = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'g', 0, 'm', ARGV[1], 's', 'u', 'e', ARGV[2],
+  'c', ARGV[3], 'k', ARGV[4], 'u', ARGV[5], 'sc', ARGV[6], 'st', ARGV[7])
 redis.call('PEXPIREAT', KEYS[1], ARGV[2])
-if tonumber(ARGV[2]) > tonumber(redis.call('GET', KEYS[2]) or '0') then
-  redis.call('SET', KEYS[2], ARGV[2])
-  redis.call('PEXPIREAT', KEYS[2], ARGV[2])
-end
 return 1
 `;
 
-/** The marker lives as long as the family's longest-lived token; a family with no live token needs none. */
+/**
+ * The verdict on a presented token, atomically: so of two concurrent consumers exactly one
+ * wins, and an older generation revokes the family in the same step as it is recognised.
+ */
+const CONSUME = `
+local f = redis.call('HMGET', KEYS[1], 'g', 'm', 's', 'l', ${GRANT_FIELDS})
+local now = tonumber(ARGV[5])
+if not f[1] or tonumber(f[10]) <= now then return {'unknown'} end
+if f[3] == 'r' then return {'revoked'} end
+local presented, current = tonumber(ARGV[1]), tonumber(f[1])
+if presented < current then
+  redis.call('HSET', KEYS[1], 's', 'r')
+  redis.call('HDEL', KEYS[1], 'a', 'l')
+  return {'reused', f[5], f[6], f[7], f[8], f[9], f[10]}
+end
+if presented > current or ARGV[2] ~= f[2] then return {'unknown'} end
+if f[3] == 'c' and tonumber(f[4]) > now then return {'in-flight'} end
+redis.call('HSET', KEYS[1], 's', 'c', 'a', ARGV[3], 'l', ARGV[4])
+return {'consumed', f[5], f[6], f[7], f[8], f[9], f[10]}
+`;
+
+/** Installs the successor, only while the attempt still holds the family. */
+const ROTATE = `
+local f = redis.call('HMGET', KEYS[1], 's', 'a')
+if f[1] ~= 'c' or f[2] ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 's', 'u', 'g', ARGV[2], 'm', ARGV[3], 'e', ARGV[4])
+redis.call('HDEL', KEYS[1], 'a', 'l')
+redis.call('PEXPIREAT', KEYS[1], ARGV[4])
+return 1
+`;
+
+/**
+ * Gives back what the attempt took: its consume, or its rotation while the successor is
+ * unused. The caller brings the MAC to restore (it holds the token it presented), so no
+ * record keeps a replaced MAC for a rollback that is almost never needed.
+ */
+const RELEASE = `
+local f = redis.call('HMGET', KEYS[1], 's', 'a', 'g', 'm')
+if f[1] == 'c' and f[2] == ARGV[1] then
+  redis.call('HSET', KEYS[1], 's', 'u')
+elseif f[1] == 'u' and ARGV[2] and f[4] == ARGV[2] then
+  redis.call('HSET', KEYS[1], 'g', tonumber(f[3]) - 1, 'm', ARGV[3])
+else
+  return 0
+end
+redis.call('HDEL', KEYS[1], 'a', 'l')
+return 1
+`;
+
+/** Marks the family revoked for the rest of its life; returns its account to unlist it from. */
 const REVOKE_FAMILY = `
-local exp = redis.call('GET', KEYS[1])
-if exp then
-  redis.call('SET', KEYS[2], '1')
-  redis.call('PEXPIREAT', KEYS[2], exp)
-end
-return 1
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+redis.call('HSET', KEYS[1], 's', 'r')
+redis.call('HDEL', KEYS[1], 'a', 'l')
+return redis.call('HMGET', KEYS[1], 'k', 'u')
 `;
 
-/** Adds a family to the account's set and keeps the set alive as long as its latest grant. */
-const INDEX_SUBJECT = `
-redis.call('SADD', KEYS[1], ARGV[1])
-local now = redis.call('TIME')
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl < 0 or tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + ttl < tonumber(ARGV[2]) then
-  redis.call('PEXPIREAT', KEYS[1], ARGV[2])
-end
+/**
+ * Lists a family under its account with its expiry (never lowering it), drops the families
+ * that have expired, and keeps the set alive as long as its latest family.
+ */
+const INDEX_FAMILY = `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
+redis.call('ZADD', KEYS[1], 'GT', ARGV[2], ARGV[1])
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[1], last[2])
 return 1
 `;
-
-interface Script {
-  lua: string;
-  sha: string;
-}
-
-function script(lua: string): Script {
-  return { lua, sha: createHash('sha1').update(lua).digest('hex') };
-}
 
 const SCRIPTS = {
+  create: script(CREATE),
   consume: script(CONSUME),
+  rotate: script(ROTATE),
   release: script(RELEASE),
-  save: script(SAVE),
   revokeFamily: script(REVOKE_FAMILY),
-  indexSubject: script(INDEX_SUBJECT),
+  indexFamily: script(INDEX_FAMILY),
 };
 
 export class RedisRefreshTokenStore implements RefreshTokenStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #now: () => number;
 
-  constructor(redis: Redis, options: { prefix?: string; now?: () => number } = {}) {
+  constructor(redis: RedisClient, options: { prefix?: string; now?: () => number } = {}) {
     this.#redis = redis;
     this.#prefix = options.prefix ?? 'rt:';
     this.#now = options.now ?? Date.now;
   }
 
-  async save(tokenDigest: string, grant: RefreshTokenGrant, replacesDigest?: string): Promise<boolean> {
-    // Index the family under its account first: if the second step fails, the set only holds
-    // a family with no token, whereas the other order could leave a token revokeSubject misses.
-    await this.#run(
-      SCRIPTS.indexSubject,
-      [this.#subjectKey(grant.accountKind, grant.subject)],
-      [grant.familyId, grant.expiresAt],
-    );
-    const family = this.#familyKey(grant.familyId);
-    const saved = await this.#run(
-      SCRIPTS.save,
+  async create(grant: RefreshTokenGrant, first: RefreshTokenGeneration): Promise<boolean> {
+    // Index the family under its account first: if the second step fails, the set only lists
+    // a family that does not exist, whereas the other order could leave one revokeSubject misses.
+    await this.#index(grant.accountKind, grant.subject, grant.familyId, grant.expiresAt);
+    const created = await runScript(
+      this.#redis,
+      SCRIPTS.create,
+      [this.#familyKey(grant.familyId)],
       [
-        `${family}:t:${tokenDigest}`,
-        `${family}:exp`,
-        `${family}:revoked`,
-        ...(replacesDigest === undefined ? [] : [`${family}:t:${replacesDigest}`]),
+        first.mac,
+        grant.expiresAt,
+        grant.clientId,
+        grant.accountKind,
+        grant.subject,
+        grant.scope,
+        grant.credentialStamp,
       ],
-      [JSON.stringify(grant), grant.expiresAt],
     );
-    return saved === 1;
+    return created === 1;
   }
 
-  async consume(familyId: string, tokenDigest: string): Promise<ConsumeResult> {
-    const family = this.#familyKey(familyId);
-    // The caller's clock decides expiry, as in the memory store; Redis's own expiry only
-    // frees the memory. A wrong familyId names a key that does not exist: `unknown`.
-    const attempt = randomUUID();
-    const reply = await this.#run(
+  async consume(
+    familyId: string,
+    presented: RefreshTokenGeneration,
+    hold: { attempt: string; leaseUntil: number },
+  ): Promise<ConsumeResult> {
+    // The caller's clock decides expiry and leases, as in the memory store; Redis's own
+    // expiry only frees the memory.
+    const reply = await runScript(
+      this.#redis,
       SCRIPTS.consume,
-      [`${family}:t:${tokenDigest}`, `${family}:revoked`],
-      [this.#now(), attempt],
+      [this.#familyKey(familyId)],
+      [presented.generation, presented.mac, hold.attempt, hold.leaseUntil, this.#now()],
     );
     if (!Array.isArray(reply)) throw new Error('Unexpected reply from the consume script');
-    const [outcome, grantJson] = reply as [string, string | undefined];
-    if ((outcome === 'consumed' || outcome === 'reused') && typeof grantJson === 'string') {
-      const grant = JSON.parse(grantJson) as RefreshTokenGrant;
-      return outcome === 'consumed' ? { outcome, grant, attempt } : { outcome, grant };
+    const [outcome, clientId, accountKind, subject, scope, credentialStamp, expiresAt] = reply as string[];
+    if ((outcome === 'consumed' || outcome === 'reused') && subject !== undefined) {
+      const grant: RefreshTokenGrant = {
+        familyId,
+        clientId: String(clientId),
+        accountKind: accountKind as AccountKind,
+        subject,
+        scope: String(scope),
+        credentialStamp: String(credentialStamp),
+        expiresAt: Number(expiresAt),
+      };
+      if (outcome === 'reused') await this.#unindex(grant.accountKind, subject, familyId);
+      return { outcome, grant };
     }
     if (outcome === 'revoked' || outcome === 'in-flight') return { outcome };
     return { outcome: 'unknown' };
   }
 
-  async release(familyId: string, tokenDigest: string, attempt: string): Promise<void> {
-    const family = this.#familyKey(familyId);
-    await this.#run(SCRIPTS.release, [`${family}:t:${tokenDigest}`, `${family}:revoked`], [attempt]);
+  async rotate(
+    grant: RefreshTokenGrant,
+    attempt: string,
+    successor: RefreshTokenGeneration,
+  ): Promise<boolean> {
+    // Both in one round trip, the index sent first: were only the rotation to land, the
+    // successor was never delivered (the refresh failed), so nobody holds a token the
+    // index could miss.
+    const [, rotated] = await Promise.all([
+      this.#index(grant.accountKind, grant.subject, grant.familyId, grant.expiresAt),
+      runScript(
+        this.#redis,
+        SCRIPTS.rotate,
+        [this.#familyKey(grant.familyId)],
+        [attempt, successor.generation, successor.mac, grant.expiresAt],
+      ),
+    ]);
+    return rotated === 1;
+  }
+
+  async release(familyId: string, attempt: string, rotation?: RefreshTokenRotation): Promise<void> {
+    const args = rotation ? [attempt, rotation.successorMac, rotation.previousMac] : [attempt];
+    await runScript(this.#redis, SCRIPTS.release, [this.#familyKey(familyId)], args);
   }
 
   async revokeFamily(familyId: string): Promise<void> {
-    const family = this.#familyKey(familyId);
-    await this.#run(SCRIPTS.revokeFamily, [`${family}:exp`, `${family}:revoked`], []);
+    const account = await runScript(this.#redis, SCRIPTS.revokeFamily, [this.#familyKey(familyId)], []);
+    if (!Array.isArray(account)) return;
+    const [kind, subject] = account as [AccountKind, string];
+    await this.#unindex(kind, subject, familyId);
   }
 
   async revokeSubject(accountKind: AccountKind, subject: string): Promise<void> {
     const key = this.#subjectKey(accountKind, subject);
-    const families = await this.#redis.smembers(key);
+    const families = await this.#redis.zrange(key, '0', '-1');
     // One script per family: a family's keys share a slot, different families need not.
     await Promise.all(families.map((familyId) => this.revokeFamily(familyId)));
-    // Remove only what was revoked: a family indexed meanwhile (a fresh login) stays listed.
-    if (families.length > 0) await this.#redis.srem(key, ...families);
+    // Unlist only what was revoked (or had expired): a family listed meanwhile (a fresh login) stays.
+    if (families.length > 0) await this.#redis.zrem(key, ...families);
+  }
+
+  async #index(kind: AccountKind, subject: string, familyId: string, expiresAt: number): Promise<void> {
+    await runScript(
+      this.#redis,
+      SCRIPTS.indexFamily,
+      [this.#subjectKey(kind, subject)],
+      [familyId, expiresAt, this.#now()],
+    );
+  }
+
+  async #unindex(kind: AccountKind, subject: string, familyId: string): Promise<void> {
+    await this.#redis.zrem(this.#subjectKey(kind, subject), familyId);
   }
 
   #familyKey(familyId: string): string {
@@ -169,16 +241,7 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
   }
 
   #subjectKey(kind: AccountKind, subject: string): string {
-    return `${this.#prefix}s:{${kind}:${subject}}`;
-  }
-
-  /** EVALSHA, falling back to EVAL once when the server lost its script cache (e.g. a restart). */
-  async #run(s: Script, keys: string[], args: (string | number)[]): Promise<unknown> {
-    try {
-      return await this.#redis.evalsha(s.sha, keys.length, ...keys, ...args);
-    } catch (error) {
-      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
-      return this.#redis.eval(s.lua, keys.length, ...keys, ...args);
-    }
+    const account = createHash('sha256').update(`${kind}:${subject}`).digest('base64url').slice(0, 16);
+    return `${this.#prefix}s:{${account}}`;
   }
 }

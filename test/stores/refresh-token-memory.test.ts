@@ -1,0 +1,97 @@
+/**
+ * What a refresh-token session costs in Redis memory: measured on a private redis-server (so
+ * no other test's keys count), through the refresh-token service as the grant uses it.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { createRefreshTokenService, type RefreshTokenService } from '../../src/oauth/refresh-token.ts';
+import { RedisRefreshTokenStore } from '../../src/stores/redis/refresh-tokens.ts';
+import { type Backend, onPath, startRedis } from '../support/backends.ts';
+
+const SESSIONS = 1000;
+const REFRESHES = 20;
+/** The target is 500 bytes; the bound leaves room for allocator noise on other machines. */
+const MAX_BYTES_PER_SESSION = 600;
+const MAX_GROWTH_PER_SESSION = 25;
+
+const key = randomBytes(32);
+const keys = { current: () => ({ id: 'k1', key }), byId: (id: string) => (id === 'k1' ? key : undefined) };
+
+async function usedMemory(redis: Redis): Promise<number> {
+  const info = await redis.info('memory');
+  return Number(/^used_memory:(\d+)/m.exec(info)?.[1]);
+}
+
+/** One refresh, as the grant does it: consume, then rotate. */
+async function refresh(service: RefreshTokenService, token: string): Promise<string> {
+  const result = await service.consumeRefreshToken(token);
+  assert.equal(result.outcome, 'consumed');
+  if (result.outcome !== 'consumed') throw new Error('unreachable');
+  const next = await service.issueRefreshToken({ ...result.grant, rotates: result.hold });
+  assert.ok(next);
+  return next;
+}
+
+/** Runs `step` on every session, a hundred at a time, and keeps what each returns. */
+async function eachSession(tokens: string[], step: (token: string) => Promise<string>): Promise<void> {
+  for (let i = 0; i < tokens.length; i += 100) {
+    const batch = tokens.slice(i, i + 100);
+    const results = await Promise.all(batch.map(step));
+    tokens.splice(i, results.length, ...results);
+  }
+}
+
+describe('Redis memory per refresh-token session', {
+  skip: onPath('redis-server') ? false : 'redis-server not on PATH: memory not measured',
+}, () => {
+  let server: Backend;
+  let redis: Redis;
+  before(async () => {
+    server = await startRedis();
+    redis = new Redis(server.url);
+  });
+  after(async () => {
+    await redis?.quit();
+    await server?.dispose();
+  });
+
+  for (const shape of ['each session its own account', 'every session of one account'] as const) {
+    test(`${SESSIONS} sessions (${shape}) after ${REFRESHES} refreshes each take a few hundred bytes each; more refreshes add nothing`, async (t) => {
+      const service = createRefreshTokenService({
+        store: new RedisRefreshTokenStore(redis),
+        keys,
+        ttlSeconds: 30 * 24 * 3600,
+        leaseSeconds: 5,
+      });
+      const account = randomUUID();
+      const login = () =>
+        service.issueRefreshToken({
+          clientId: randomUUID(),
+          accountKind: 'user',
+          subject: shape === 'each session its own account' ? randomUUID() : account,
+          scope: 'api',
+          credentialStamp: randomBytes(16).toString('base64url'),
+        });
+      // Load the scripts first: their cache is the server's, not any session's.
+      await refresh(service, String(await login()));
+      await redis.flushall();
+      const before = await usedMemory(redis);
+
+      const tokens = await Promise.all(Array.from({ length: SESSIONS }, async () => String(await login())));
+      for (let i = 0; i < REFRESHES; i++) await eachSession(tokens, (token) => refresh(service, token));
+      const afterRefreshes = await usedMemory(redis);
+      for (let i = 0; i < REFRESHES; i++) await eachSession(tokens, (token) => refresh(service, token));
+      const afterMore = await usedMemory(redis);
+
+      const perSession = (afterRefreshes - before) / SESSIONS;
+      const growth = (afterMore - afterRefreshes) / SESSIONS;
+      t.diagnostic(
+        `used_memory per session: ${perSession.toFixed(0)} bytes; growth over ${REFRESHES} more refreshes: ${growth.toFixed(1)} bytes`,
+      );
+      assert.ok(perSession <= MAX_BYTES_PER_SESSION, `${perSession} bytes per session`);
+      assert.ok(growth <= MAX_GROWTH_PER_SESSION, `${growth} bytes per session over further refreshes`);
+    });
+  }
+});
