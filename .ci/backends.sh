@@ -1,6 +1,8 @@
 # shellcheck shell=bash
 # Sourced by .ci/run: starts a private redis-server and FerretDB (SQLite) on free loopback
-# ports and exports REDIS_URL / MONGODB_URL for the contract tests. The caller does
+# ports and exports REDIS_URL / MONGODB_URL for the contract tests, and a 3-master Redis
+# Cluster and a Sentinel setup (primary, replica, 3 Sentinels), exported as
+# REDIS_CLUSTER_URL / REDIS_SENTINEL_URL. The caller does
 #   source .ci/backends.sh && trap stop_backends EXIT
 # It never touches a Redis or MongoDB the machine may already run (e.g. on 6379/27017).
 
@@ -119,6 +121,75 @@ start_backends() {
   export REDIS_URL="redis://127.0.0.1:$redis_port"
   export MONGODB_URL="mongodb://127.0.0.1:$ferret_port/tokenservice"
   _backends_log "redis-server on $REDIS_URL, FerretDB on $MONGODB_URL"
+
+  _backends_start_redis_cluster || return 1
+  _backends_start_redis_sentinel || return 1
+}
+
+# Starts redis-server on a free port with extra arguments; prints the port.
+_backends_redis_on_free_port() {
+  local name=$1 port
+  shift
+  port=$(_backends_free_port) || return 1
+  mkdir -p "$BACKENDS_DIR/$name"
+  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+    --dir "$BACKENDS_DIR/$name" "$@" >"$BACKENDS_DIR/$name.log" 2>&1 &
+  BACKENDS_PIDS="$BACKENDS_PIDS $!"
+  _backends_wait_port "$port" "$!" "$name" >&2 || return 1
+  echo "$port"
+}
+
+# Waits (bounded) until `redis-cli -p $1 $2...` prints something matching the last argument.
+_backends_wait_redis() {
+  local port=$1 pattern=$2
+  shift 2
+  for _ in $(seq 1 150); do
+    redis-cli -p "$port" "$@" 2>/dev/null | grep -q "$pattern" && return 0
+    sleep 0.1
+  done
+  _backends_log "redis on $port never answered '$*' with $pattern"
+  return 1
+}
+
+# A real 3-master Redis Cluster; exports REDIS_CLUSTER_URL.
+_backends_start_redis_cluster() {
+  local ports=() port
+  for n in 1 2 3; do
+    port=$(_backends_redis_on_free_port "cluster$n" --cluster-enabled yes \
+      --cluster-config-file "$BACKENDS_DIR/cluster$n/nodes.conf" --cluster-node-timeout 2000) || return 1
+    ports+=("$port")
+  done
+  redis-cli --cluster create "${ports[@]/#/127.0.0.1:}" --cluster-replicas 0 --cluster-yes \
+    >"$BACKENDS_DIR/cluster-create.log" 2>&1 || { cat "$BACKENDS_DIR/cluster-create.log" >&2; return 1; }
+  for port in "${ports[@]}"; do _backends_wait_redis "$port" cluster_state:ok cluster info || return 1; done
+  export REDIS_CLUSTER_URL="redis+cluster://127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}"
+  _backends_log "Redis Cluster on $REDIS_CLUSTER_URL"
+}
+
+# A primary, a replica and 3 Sentinels watching them; exports REDIS_SENTINEL_URL.
+_backends_start_redis_sentinel() {
+  local primary replica sentinels=() port conf
+  primary=$(_backends_redis_on_free_port sentinel-primary --repl-diskless-sync-delay 0) || return 1
+  replica=$(_backends_redis_on_free_port sentinel-replica --repl-diskless-sync-delay 0 \
+    --replicaof 127.0.0.1 "$primary") || return 1
+  for n in 1 2 3; do
+    port=$(_backends_free_port) || return 1
+    conf="$BACKENDS_DIR/sentinel$n.conf"
+    printf '%s\n' "port $port" "bind 127.0.0.1" "dir $BACKENDS_DIR" \
+      "sentinel monitor tokenservice 127.0.0.1 $primary 2" \
+      "sentinel down-after-milliseconds tokenservice 1000" \
+      "sentinel failover-timeout tokenservice 5000" >"$conf"
+    redis-server "$conf" --sentinel >"$BACKENDS_DIR/sentinel$n.log" 2>&1 &
+    BACKENDS_PIDS="$BACKENDS_PIDS $!"
+    _backends_wait_port "$port" "$!" "sentinel$n" || return 1
+    sentinels+=("$port")
+  done
+  _backends_wait_redis "$replica" master_link_status:up info replication || return 1
+  for port in "${sentinels[@]}"; do
+    _backends_wait_redis "$port" "$primary" sentinel get-master-addr-by-name tokenservice || return 1
+  done
+  export REDIS_SENTINEL_URL="redis+sentinel://127.0.0.1:${sentinels[0]},127.0.0.1:${sentinels[1]},127.0.0.1:${sentinels[2]}/tokenservice"
+  _backends_log "Redis Sentinel on $REDIS_SENTINEL_URL (primary $primary, replica $replica)"
 }
 
 start_backends || { stop_backends; false; }

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { MongoClient } from 'mongodb';
 import { createClientWhitelist } from './error-report/whitelist.ts';
+import { parseRedisUrl } from './stores/redis/url.ts';
 import { GRANT_TYPES, type GrantType } from './stores/types.ts';
 
 /**
@@ -40,6 +42,8 @@ export interface Config {
   mongodbUrl: string | undefined;
   /** How long a start waits for MongoDB and Redis before giving up, ms. */
   backendStartupTimeoutMs: number;
+  /** Accounts each process keeps in memory when both backends are set. */
+  accountCacheSize: number;
   redisUrl: string | undefined;
   smtpUrl: string | undefined;
   keysDir: string;
@@ -47,6 +51,7 @@ export interface Config {
   accessTokenTtl: number;
   authorizationCodeTtl: number;
   refreshTokenTtl: number;
+  refreshTokenLeaseSeconds: number;
   accessTokenAlg: SigningAlgorithm;
   grants: ReadonlySet<GrantType>;
   bcryptCost: number;
@@ -202,19 +207,32 @@ export const SETTINGS = {
       'the [connection defaults](#connections-to-mongodb-and-redis).',
     example: 'mongodb://user:password@mongo:27017/tokenservice?authSource=admin',
     envFile: 'commented',
-    value: connectionUrl(['mongodb:', 'mongodb+srv:']),
+    value: mongodbUrl(),
   },
   REDIS_URL: {
     section: 'storage',
     meaning: 'Redis for refresh tokens and the authorization code flow (sign-in forms, codes).',
     unset: 'kept in memory, lost at exit',
     notes:
-      'Host, port, user, password and database number come from the URL; `rediss://` connects ' +
-      'over TLS. Leave its query empty: ioredis would let it override the ' +
-      '[connection defaults](#connections-to-mongodb-and-redis) the service relies on.',
+      'One server: `redis://[[user]:password@]host[:port][/db]` (`rediss://` over TLS). Sentinel: ' +
+      '`redis+sentinel://[:password@]host1:26379,host2:26379/<master-name>[/<db>]`, which follows ' +
+      'failovers by itself. Redis Cluster: `redis+cluster://[:password@]host1:7000,host2:7001` (any ' +
+      'of its nodes). The password is that of the Redis servers; Sentinels are asked without one. ' +
+      'No query options: the [connection defaults](#connections-to-mongodb-and-redis) are not ' +
+      'for overriding.',
     example: 'redis://:password@redis:6379',
     envFile: 'commented',
-    value: connectionUrl(['redis:', 'rediss:']),
+    value: redisUrl(),
+  },
+  ACCOUNT_CACHE_SIZE: {
+    section: 'storage',
+    meaning:
+      'Accounts each process keeps in memory for authentication when both `MONGODB_URL` and `REDIS_URL` are set.',
+    default: '10000',
+    notes:
+      'The least recently used account goes first. Every account write reaches every process through ' +
+      'Redis, and a process that cannot hear Redis reads MongoDB instead: [caches](operations.md#caches).',
+    value: integer(1, 10_000_000),
   },
   BACKEND_STARTUP_TIMEOUT: {
     section: 'storage',
@@ -251,6 +269,16 @@ export const SETTINGS = {
     default: '2592000',
     envFile: 'commented',
     value: integer(1, 31_536_000),
+  },
+  REFRESH_TOKEN_LEASE_SECONDS: {
+    section: 'oauth',
+    meaning:
+      'How long a refresh holds the token it consumed, seconds: a duplicate within it is refused ' +
+      'without harm; after it, a refresh that never completed (a crash) has freed the token again.',
+    default: '5',
+    notes: 'Longer than a refresh takes, including a backend timeout; short enough for a client to wait out.',
+    envFile: 'commented',
+    value: integer(1, 300),
   },
   ACCESS_TOKEN_ALG: {
     section: 'oauth',
@@ -471,12 +499,14 @@ export function loadConfig(env: Env, packageInfo: PackageInfo): Config {
     mongodbUrl: settings.MONGODB_URL,
     redisUrl: settings.REDIS_URL,
     backendStartupTimeoutMs: settings.BACKEND_STARTUP_TIMEOUT * 1000,
+    accountCacheSize: settings.ACCOUNT_CACHE_SIZE,
     smtpUrl: settings.SMTP_URL,
     keysDir: settings.KEYS_DIR,
     logDir: settings.LOG_DIR,
     accessTokenTtl: settings.ACCESS_TOKEN_TTL,
     authorizationCodeTtl: settings.AUTHORIZATION_CODE_TTL,
     refreshTokenTtl: settings.REFRESH_TOKEN_TTL,
+    refreshTokenLeaseSeconds: settings.REFRESH_TOKEN_LEASE_SECONDS,
     accessTokenAlg: settings.ACCESS_TOKEN_ALG,
     bcryptCost: settings.BCRYPT_COST,
     bodyLimit: settings.BODY_LIMIT,
@@ -586,7 +616,7 @@ function httpUrl(): ValueKind<string> {
   };
 }
 
-/** A backend's URL. Never echoed in an error: connection URLs carry passwords. */
+/** A URL of one of `protocols`. Never echoed in an error: connection URLs carry passwords. */
 function connectionUrl(protocols: readonly string[]): ValueKind<string> {
   return {
     accepts: `a URL with the scheme ${protocols.map(code).join(' or ')}`,
@@ -601,6 +631,46 @@ function connectionUrl(protocols: readonly string[]): ValueKind<string> {
       return raw;
     },
   };
+}
+
+/** MONGODB_URL as the driver itself reads it. Never echoed in an error: it may carry a password. */
+function mongodbUrl(): ValueKind<string> {
+  return {
+    accepts: 'a MongoDB connection string (`mongodb://` or `mongodb+srv://`)',
+    parse(raw, name) {
+      try {
+        // The driver parses (and refuses) a connection string when the client is made; no connection yet.
+        new MongoClient(raw);
+      } catch (error) {
+        throw new ConfigError(
+          name,
+          `is not a connection string the MongoDB driver accepts: ${withoutUrl(error, raw)}`,
+        );
+      }
+      return raw;
+    },
+  };
+}
+
+/** REDIS_URL in one of its three shapes. Never echoed in an error: it may carry a password. */
+function redisUrl(): ValueKind<string> {
+  return {
+    accepts: 'a `redis://`, `rediss://`, `redis+sentinel://` or `redis+cluster://` URL',
+    parse(raw, name) {
+      try {
+        parseRedisUrl(raw);
+      } catch (error) {
+        throw new ConfigError(name, (error as Error).message);
+      }
+      return raw;
+    },
+  };
+}
+
+function withoutUrl(error: unknown, url: string): string {
+  return String((error as Error).message)
+    .split(url)
+    .join('<the URL>');
 }
 
 const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };

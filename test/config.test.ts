@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.ts';
+import { parseRedisUrl, type RedisTarget } from '../src/stores/redis/url.ts';
 
 const pkg = { name: 'svc', version: '9.9.9' };
 
@@ -56,6 +57,107 @@ describe('configuration', () => {
       () => loadConfig({ CONFIG_FILE: file }, pkg),
       (error: unknown) => error instanceof ConfigError && error.message.includes('X-Bad'),
     );
+  });
+
+  test('MONGODB_URL: every connection string the driver accepts passes unchanged', () => {
+    for (const url of [
+      'mongodb://127.0.0.1:27017/tokenservice?directConnection=true',
+      'mongodb://h1:27017,h2:27017,h3:27017/tokenservice?replicaSet=rs0',
+      'mongodb://user:p%40ss@h1,h2/tokenservice?replicaSet=rs0&authSource=admin&w=majority',
+      'mongodb+srv://user:pw@cluster0.example.net/tokenservice?retryWrites=true',
+    ]) {
+      assert.equal(loadConfig({ MONGODB_URL: url }, pkg).mongodbUrl, url);
+    }
+  });
+
+  test('MONGODB_URL: what the driver refuses stops the start naming the variable, not the password', () => {
+    for (const url of [
+      'mongodb://user:s3cret@h1,h2/db?directConnection=true',
+      'mongodb+srv://a:s3cret@h1:27017/db',
+      'http://x',
+    ]) {
+      assert.throws(
+        () => loadConfig({ MONGODB_URL: url }, pkg),
+        (error: unknown) =>
+          error instanceof ConfigError &&
+          error.message.includes('MONGODB_URL') &&
+          !error.message.includes('s3cret'),
+        url,
+      );
+    }
+  });
+
+  test('REDIS_URL: one server, Sentinel and Cluster forms', () => {
+    const cases: [string, RedisTarget][] = [
+      [
+        'redis://127.0.0.1:6380',
+        { shape: 'server', node: { host: '127.0.0.1', port: 6380 }, db: 0, tls: false },
+      ],
+      [
+        'rediss://u:p%40w@redis/2',
+        {
+          shape: 'server',
+          node: { host: 'redis', port: 6379 },
+          db: 2,
+          tls: true,
+          username: 'u',
+          password: 'p@w',
+        },
+      ],
+      ['redis://[::1]:7000', { shape: 'server', node: { host: '::1', port: 7000 }, db: 0, tls: false }],
+      [
+        'redis+sentinel://:pw@s1:26379,s2,s3:26380/mymaster/1',
+        {
+          shape: 'sentinel',
+          sentinels: [
+            { host: 's1', port: 26379 },
+            { host: 's2', port: 26379 },
+            { host: 's3', port: 26380 },
+          ],
+          masterName: 'mymaster',
+          db: 1,
+          password: 'pw',
+        },
+      ],
+      [
+        'redis+cluster://n1:7000,n2:7001',
+        {
+          shape: 'cluster',
+          nodes: [
+            { host: 'n1', port: 7000 },
+            { host: 'n2', port: 7001 },
+          ],
+        },
+      ],
+    ];
+    for (const [url, target] of cases) {
+      assert.deepEqual(parseRedisUrl(url), target, url);
+      assert.equal(loadConfig({ REDIS_URL: url }, pkg).redisUrl, url);
+    }
+  });
+
+  test('REDIS_URL: a malformed URL, or one with query options, stops the start naming the variable', () => {
+    for (const url of [
+      'redis://:s3cret@h?enableOfflineQueue=true',
+      'redis+sentinel://:s3cret@s1,s2',
+      'redis+sentinel://s1:notaport/m',
+      'redis+cluster://n1,n2/3',
+      'redis://h1,h2',
+      'redis://h:99999',
+      'redis://h/db',
+      'redis://::1',
+      'redis://a:b:6379',
+      'memcached://h',
+    ]) {
+      assert.throws(
+        () => loadConfig({ REDIS_URL: url }, pkg),
+        (error: unknown) =>
+          error instanceof ConfigError &&
+          error.message.includes('REDIS_URL') &&
+          !error.message.includes('s3cret'),
+        url,
+      );
+    }
   });
 
   test('a connection URL is never echoed in an error (it may carry a password)', () => {

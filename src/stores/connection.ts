@@ -15,3 +15,43 @@ export interface Connection<Client> {
 export function backoff(attempt: number, baseMs: number): number {
   return Math.min(baseMs * 2 ** Math.min(attempt - 1, 10), 2000);
 }
+
+/** Socket errors: the server cannot be reached from here right now, whichever driver saw them. */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+export function isNetworkError(error: Error): boolean {
+  const code = (error as NodeJS.ErrnoException).code;
+  return typeof code === 'string' && NETWORK_CODES.has(code);
+}
+
+export class TimeoutError extends Error {}
+
+/** Rejects when `promise` has not settled within `ms`; the caller cleans up what is left. */
+export async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new TimeoutError(`no answer within ${Math.max(0, ms)} ms`)),
+      Math.max(0, ms),
+    );
+    // Never what keeps a stopping process alive.
+    timer.unref();
+  });
+  // The loser of the race must not surface later as an unhandled rejection.
+  promise.catch(() => {});
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

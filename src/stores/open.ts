@@ -2,11 +2,16 @@
  * Picks the storage backends by URL: MongoDB for accounts, clients, scopes and one-time tokens
  * when MONGODB_URL is set, Redis for refresh tokens and authorization codes when REDIS_URL is set, memory for each one
  * that is not. How to connect, with which defaults, lives beside each driver (mongo/connect.ts,
- * redis/connect.ts); guard.ts turns their outages into 503 while the drivers reconnect.
+ * redis/connect.ts); guard.ts turns their outages into 503 while the drivers reconnect, at once
+ * while backend-health.ts knows a backend is down.
  */
 
-import type { Redis } from 'ioredis';
 import type { MongoClient } from 'mongodb';
+import { SETTINGS } from '../config.ts';
+import { watchBackend } from './backend-health.ts';
+import { cacheCatalog } from './cache/cached-stores.ts';
+import { RedisInvalidations } from './cache/invalidation.ts';
+
 import type { Connection } from './connection.ts';
 import { guard, guardEach } from './guard.ts';
 import { MemoryAuthorizationStore } from './memory/authorizations.ts';
@@ -14,6 +19,7 @@ import { MemoryRefreshTokenStore, memoryCatalogStores } from './memory/index.ts'
 import { connectMongo, isMongoOutage } from './mongo/connect.ts';
 import { mongoCatalogStores } from './mongo/index.ts';
 import { RedisAuthorizationStore } from './redis/authorizations.ts';
+import type { RedisClient } from './redis/connect.ts';
 import { connectRedis, isRedisOutage } from './redis/connect.ts';
 import { RedisRefreshTokenStore } from './redis/refresh-tokens.ts';
 import type { Stores } from './types.ts';
@@ -24,6 +30,8 @@ export interface OpenStoresOptions {
   /** How long to keep trying to reach each backend at startup; then openStores rejects. */
   startupTimeoutMs?: number;
   log?: (msg: string) => void;
+  /** Accounts each process keeps in memory when both backends are set; see cache/. */
+  accountCacheSize?: number;
 }
 
 export async function openStores(options: OpenStoresOptions): Promise<Stores> {
@@ -36,17 +44,44 @@ export async function openStores(options: OpenStoresOptions): Promise<Stores> {
     options.mongodbUrl ? connectMongo(options.mongodbUrl, connect) : undefined,
     options.redisUrl ? connectRedis(options.redisUrl, connect) : undefined,
   );
+  const mongoHealth =
+    mongo &&
+    watchBackend({
+      name: 'MongoDB',
+      isOutage: isMongoOutage,
+      ping: () => mongo.client.db().command({ ping: 1 }),
+    });
+  const redisHealth =
+    redis && watchBackend({ name: 'Redis', isOutage: isRedisOutage, ping: () => redis.client.ping() });
+  const catalog = mongoHealth
+    ? guardEach(mongoCatalogStores(mongo.client.db()), mongoHealth)
+    : memoryCatalogStores();
+  // Embedded, the memory stores are the cache; with Redis, every process keeps its own.
+  const invalidations =
+    mongo && redis
+      ? new RedisInvalidations(redis.client, undefined, (error) =>
+          connect.log(`cache invalidation not published: ${error.message}`),
+        )
+      : undefined;
   return {
-    ...(mongo
-      ? guardEach(mongoCatalogStores(mongo.client.db()), 'MongoDB', isMongoOutage)
-      : memoryCatalogStores()),
-    refreshTokens: redis
-      ? guard(new RedisRefreshTokenStore(redis.client), 'Redis', isRedisOutage)
+    ...(invalidations
+      ? cacheCatalog(
+          catalog,
+          invalidations,
+          options.accountCacheSize ?? Number(SETTINGS.ACCOUNT_CACHE_SIZE.default),
+        )
+      : catalog),
+    // A release gives back a token whose refresh failed: skipping it would strand the token.
+    refreshTokens: redisHealth
+      ? guard(new RedisRefreshTokenStore(redis.client), redisHealth, ['release'])
       : new MemoryRefreshTokenStore(),
-    authorizations: redis
-      ? guard(new RedisAuthorizationStore(redis.client), 'Redis', isRedisOutage)
+    authorizations: redisHealth
+      ? guard(new RedisAuthorizationStore(redis.client), redisHealth)
       : new MemoryAuthorizationStore(),
     async close() {
+      mongoHealth?.stop();
+      redisHealth?.stop();
+      await invalidations?.close();
       await Promise.allSettled([mongo?.close(), redis?.close()]);
     },
   };
@@ -55,8 +90,8 @@ export async function openStores(options: OpenStoresOptions): Promise<Stores> {
 /** Both connections, or none: when one fails, the other is closed and the first failure thrown. */
 async function bothOrNeither(
   mongo: Promise<Connection<MongoClient>> | undefined,
-  redis: Promise<Connection<Redis>> | undefined,
-): Promise<[Connection<MongoClient> | undefined, Connection<Redis> | undefined]> {
+  redis: Promise<Connection<RedisClient>> | undefined,
+): Promise<[Connection<MongoClient> | undefined, Connection<RedisClient> | undefined]> {
   const [first, second] = await Promise.allSettled([mongo, redis]);
   if (first.status === 'fulfilled' && second.status === 'fulfilled') return [first.value, second.value];
   await Promise.allSettled([

@@ -9,7 +9,6 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import {
   type Backend,
-  freePort,
   realServersMissing,
   startFerretDb,
   startRedis,
@@ -18,6 +17,7 @@ import {
 } from '../support/backends.ts';
 import {
   passwordGrant,
+  privateServiceEnv,
   readOwnAccount,
   refreshGrant,
   type ServiceProcess,
@@ -49,12 +49,8 @@ async function startCluster(env: Record<string, string> = {}): Promise<ServicePr
   const service = spawnService({
     cwd: root,
     env: {
-      HOST: '127.0.0.1',
-      PORT: String(await freePort()),
+      ...(await privateServiceEnv(root)),
       WORKERS: '2',
-      KEYS_DIR: join(root, 'keys'),
-      LOG_DIR: join(root, 'log'),
-      BCRYPT_COST: '4',
       SHUTDOWN_GRACE: '10',
       MONGODB_URL: withDatabase(ferret.url, uniqueName('cluster')),
       REDIS_URL: redis.url,

@@ -5,12 +5,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { Redis } from 'ioredis';
 import { digestOneTimeSecret, newOneTimeSecret } from '../../src/one-time-secrets.ts';
 import { MemoryAuthorizationStore } from '../../src/stores/memory/authorizations.ts';
 import { RedisAuthorizationStore } from '../../src/stores/redis/authorizations.ts';
+import type { RedisClient } from '../../src/stores/redis/connect.ts';
 import type { AuthorizationCodeGrant, AuthorizationStore } from '../../src/stores/types.ts';
 import { uniqueName } from '../support/backends.ts';
+import { connectTestRedis, deleteKeys, keysOf, redisTargets } from '../support/redis.ts';
 
 interface Harness {
   store: AuthorizationStore;
@@ -130,45 +131,43 @@ describe('AuthorizationStore: memory', () => {
   });
 });
 
-const redisUrl = process.env.REDIS_URL;
+for (const { label, url: redisUrl } of redisTargets())
+  describe(`AuthorizationStore: Redis, ${label}`, {
+    skip: redisUrl ? false : `no URL for Redis (${label}): real Redis contract not run`,
+  }, () => {
+    // A key prefix of its own per run, so concurrent runs never see each other's keys.
+    const prefix = `${uniqueName('authz_test')}:`;
+    let redis: RedisClient;
 
-describe('AuthorizationStore: Redis', {
-  skip: redisUrl ? false : 'REDIS_URL not set: real Redis contract not run',
-}, () => {
-  // A key prefix of its own per run, so concurrent runs never see each other's keys.
-  const prefix = `${uniqueName('authz_test')}:`;
-  let redis: Redis;
+    authorizationContract(async () => {
+      redis = await connectTestRedis(redisUrl ?? '');
+      let offset = 0;
+      const now = () => Date.now() + offset;
+      return {
+        store: new RedisAuthorizationStore(redis, { prefix, now }),
+        now,
+        advance(ms) {
+          offset += ms;
+        },
+        async close() {
+          await deleteKeys(redis, `${prefix}*`);
+          await redis.quit();
+        },
+      };
+    });
 
-  authorizationContract(async () => {
-    redis = new Redis(redisUrl ?? '');
-    let offset = 0;
-    const now = () => Date.now() + offset;
-    return {
-      store: new RedisAuthorizationStore(redis, { prefix, now }),
-      now,
-      advance(ms) {
-        offset += ms;
-      },
-      async close() {
-        const keys = await redis.keys(`${prefix}*`);
-        if (keys.length > 0) await redis.del(...keys);
-        await redis.quit();
-      },
-    };
+    test('every key is under the prefix, a code named by its digest only, and expires with its record', async () => {
+      const store = new RedisAuthorizationStore(redis, { prefix });
+      const { secret, digest: d } = newOneTimeSecret();
+      assert.equal(d, digestOneTimeSecret(secret));
+      await store.useOnce(d, Date.now() + 30_000);
+      await store.saveCode(d, code({ expiresAt: Date.now() + 30_000 }));
+      const keys = (await keysOf(redis, `${prefix}*${d}`)).sort();
+      assert.deepEqual(keys, [`${prefix}c:${d}`, `${prefix}u:${d}`]);
+      for (const key of keys) {
+        const ttl = await redis.pttl(key);
+        assert.ok(ttl > 0 && ttl <= 30_000, `${key} expires (pttl ${ttl})`);
+        assert.ok(!key.includes(secret));
+      }
+    });
   });
-
-  test('every key is under the prefix, a code named by its digest only, and expires with its record', async () => {
-    const store = new RedisAuthorizationStore(redis, { prefix });
-    const { secret, digest: d } = newOneTimeSecret();
-    assert.equal(d, digestOneTimeSecret(secret));
-    await store.useOnce(d, Date.now() + 30_000);
-    await store.saveCode(d, code({ expiresAt: Date.now() + 30_000 }));
-    const keys = (await redis.keys(`${prefix}*${d}`)).sort();
-    assert.deepEqual(keys, [`${prefix}c:${d}`, `${prefix}u:${d}`]);
-    for (const key of keys) {
-      const ttl = await redis.pttl(key);
-      assert.ok(ttl > 0 && ttl <= 30_000, `${key} expires (pttl ${ttl})`);
-      assert.ok(!key.includes(secret));
-    }
-  });
-});

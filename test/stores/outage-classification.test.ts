@@ -22,6 +22,13 @@ test('MongoDB: network errors, transient server codes and pool-resetting labels 
   );
 });
 
+test('MongoDB: a socket error the driver lets through as a plain Node error is an outage', () => {
+  for (const code of ['EPIPE', 'ECONNRESET']) {
+    assert.ok(isMongoOutage(Object.assign(new Error(`write ${code}`), { code })), code);
+  }
+  assert.ok(!isMongoOutage(Object.assign(new Error('no such file'), { code: 'ENOENT' })));
+});
+
 test('MongoDB: a refused write, or anything that is not a driver error, is not an outage', () => {
   assert.ok(!isMongoOutage(new MongoServerError({ code: 11000, errmsg: 'E11000 duplicate key error' })));
   assert.ok(!isMongoOutage(new MongoServerError({ code: 2, errmsg: 'BadValue' })));
@@ -48,6 +55,32 @@ test('Redis: socket errors, lost connections and "not now" replies are outages',
       }),
     ),
   );
+});
+
+test('Redis: a replica, a full memory, moving slots and a Cluster or Sentinel without nodes are outages', () => {
+  for (const reply of [
+    "READONLY You can't write against a read only replica.",
+    "OOM command not allowed when used memory > 'maxmemory'.",
+    'MISCONF Redis is configured to save RDB snapshots, but it is currently not able to persist on disk.',
+    'MOVED 3999 127.0.0.1:6381',
+    'ASK 3999 127.0.0.1:6381',
+    'TRYAGAIN Multiple keys request during rehashing of slot',
+    'CLUSTERDOWN The cluster is down',
+  ]) {
+    assert.ok(isRedisOutage(new ReplyError(reply)), reply);
+  }
+  for (const message of [
+    'Too many Cluster redirections. Last error: MOVED',
+    'All sentinels are unreachable.',
+  ]) {
+    assert.ok(isRedisOutage(new Error(message)), message);
+  }
+  assert.ok(
+    isRedisOutage(
+      Object.assign(new Error('Failed to refresh slots cache.'), { name: 'ClusterAllFailedError' }),
+    ),
+  );
+  assert.ok(isRedisOutage(Object.assign(new Error('write EPIPE'), { code: 'EPIPE' })));
 });
 
 test('Redis: an error reply about the command itself is not an outage', () => {

@@ -6,9 +6,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
 import { BackendUnavailable } from '../../src/errors.ts';
 import { openStores } from '../../src/stores/open.ts';
-import type { Account, Stores } from '../../src/stores/types.ts';
+import type { Account, RefreshTokenGrant, Stores } from '../../src/stores/types.ts';
 import {
   type Backend,
   freePort,
@@ -48,6 +49,38 @@ async function eventually<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * A frozen server (SIGSTOP: it neither answers nor drops connections) is found out by the
+ * heartbeat within a few seconds; from then on calls are refused at once rather than each
+ * waiting out the driver's timeout; thawed, the first call goes through again.
+ */
+async function assertFailsFastWhileFrozen(server: Backend, call: () => Promise<unknown>): Promise<void> {
+  server.signal('SIGSTOP');
+  try {
+    // The heartbeat pings every second and gives a ping 1.5 s.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const started = Date.now();
+    for (let i = 0; i < 20; i++) await assert.rejects(call(), BackendUnavailable);
+    const took = Date.now() - started;
+    assert.ok(took < 1000, `20 calls took ${took} ms: they waited for the frozen server`);
+  } finally {
+    server.signal('SIGCONT');
+  }
+  await eventually(call);
+}
+
+function refreshTokenGrant(): RefreshTokenGrant {
+  return {
+    familyId: randomUUID(),
+    clientId: 'web',
+    accountKind: 'user',
+    subject: randomUUID(),
+    scope: 'profile',
+    credentialStamp: 'stamp',
+    expiresAt: Date.now() + 60_000,
+  };
+}
+
 function account(identity: string): Account {
   const now = new Date();
   return {
@@ -79,26 +112,51 @@ describe('Redis outage', {
   });
 
   test('fails fast with BackendUnavailable while down and recovers after a restart', async () => {
-    const grant = {
-      familyId: randomUUID(),
-      clientId: 'web',
-      accountKind: 'user' as const,
-      subject: randomUUID(),
-      scope: 'profile',
-      credentialStamp: 'stamp',
-      expiresAt: Date.now() + 60_000,
-    };
-    await stores.refreshTokens.save('d1', grant);
-    assert.equal((await stores.refreshTokens.consume(grant.familyId, 'd1')).outcome, 'consumed');
+    const grant = refreshTokenGrant();
+    const first = { generation: 0, mac: 'm1' };
+    const hold = () => ({ attempt: randomUUID(), leaseUntil: Date.now() + 5000 });
+    assert.equal(await stores.refreshTokens.create(grant, first), true);
+    assert.equal((await stores.refreshTokens.consume(grant.familyId, first, hold())).outcome, 'consumed');
 
     await server.stop();
-    await assertUnavailableFast(() => stores.refreshTokens.consume(grant.familyId, 'd1'), 'Redis');
-    await assertUnavailableFast(() => stores.refreshTokens.save('d2', grant), 'Redis');
+    await assertUnavailableFast(() => stores.refreshTokens.consume(grant.familyId, first, hold()), 'Redis');
+    await assertUnavailableFast(() => stores.refreshTokens.create(grant, first), 'Redis');
 
     await server.restart();
     // The restarted server is empty (no persistence); what matters is that calls work again.
-    await eventually(() => stores.refreshTokens.save('d3', grant));
-    assert.equal((await stores.refreshTokens.consume(grant.familyId, 'd3')).outcome, 'consumed');
+    await eventually(() => stores.refreshTokens.create(grant, first));
+    assert.equal((await stores.refreshTokens.consume(grant.familyId, first, hold())).outcome, 'consumed');
+  });
+
+  test('while frozen, calls are refused at once; thawed, they work again', async () => {
+    await assertFailsFastWhileFrozen(server, () => stores.authorizations.consumeCode(randomUUID()));
+  });
+
+  test('a replica refusing writes (READONLY) and a full memory (OOM) are outages, not errors', async () => {
+    const grant = refreshTokenGrant();
+    const create = () => stores.refreshTokens.create(grant, { generation: 0, mac: 'm1' });
+    const admin = new Redis(server.url);
+    try {
+      await admin.config('SET', 'maxmemory-policy', 'noeviction');
+      await admin.config('SET', 'maxmemory', '1');
+      await assert.rejects(create(), (error: unknown) => {
+        assert.ok(error instanceof BackendUnavailable, String(error));
+        assert.match(String((error.cause as Error).message), /^OOM /);
+        return true;
+      });
+      await admin.config('SET', 'maxmemory', '0');
+      await admin.replicaof('127.0.0.1', await freePort());
+      await assert.rejects(create(), (error: unknown) => {
+        assert.ok(error instanceof BackendUnavailable, String(error));
+        assert.match(String((error.cause as Error).message), /^READONLY /);
+        return true;
+      });
+      await admin.replicaof('NO', 'ONE');
+      // READONLY also made the client reconnect (a failover moves the master elsewhere).
+      assert.equal(await eventually(create), true);
+    } finally {
+      admin.disconnect();
+    }
   });
 });
 
@@ -132,6 +190,10 @@ describe('MongoDB (FerretDB) outage', {
     const found = await eventually(() => stores.users.findById(a.id));
     assert.equal(found?.identity, 'outage@example.com');
     await stores.users.create(account('third@example.com'));
+  });
+
+  test('while frozen, calls are refused at once; thawed, they work again', async () => {
+    await assertFailsFastWhileFrozen(server, () => stores.users.findById(randomUUID()));
   });
 });
 

@@ -4,10 +4,11 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { Redis } from 'ioredis';
 import { MongoClient } from 'mongodb';
 
 export interface Backend {
@@ -18,6 +19,8 @@ export interface Backend {
   restart(): Promise<void>;
   /** Stops it and removes its data dir. */
   dispose(): Promise<void>;
+  /** Sends the running server a signal: SIGSTOP freezes it (it neither answers nor drops connections), SIGCONT thaws it. */
+  signal(signal: NodeJS.Signals): void;
 }
 
 /** Whether an executable is on PATH: tests that need one skip with a reason when it is not. */
@@ -57,7 +60,8 @@ export function withDatabase(url: string, database: string): string {
   return `${match[1]}/${database}${match[2] ?? ''}`;
 }
 
-export async function startRedis(): Promise<Backend> {
+/** A private redis-server; `extraArgs` are more of its command-line options. */
+export async function startRedis(extraArgs: readonly string[] = []): Promise<Backend> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'redis-'));
   const args = [
@@ -71,8 +75,97 @@ export async function startRedis(): Promise<Backend> {
     'no',
     '--dir',
     dir,
+    ...extraArgs,
   ];
   return manage('redis-server', args, port, dir, `redis://127.0.0.1:${port}`, async () => {});
+}
+
+export interface SentinelSetup {
+  /** The service's REDIS_URL for it. */
+  url: string;
+  masterName: string;
+  primary: Backend;
+  replica: Backend;
+  /** Asks a Sentinel for the master's port (it changes with a failover). */
+  masterPort(): Promise<number>;
+  /** `SENTINEL FAILOVER`: the replica becomes the master. */
+  failover(): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+/** A primary, its replica and three Sentinels watching them, as operators run Redis HA. */
+export async function startSentinelSetup(): Promise<SentinelSetup> {
+  const masterName = 'tokenservice';
+  // Without the default 5 s pause before a full sync, the replica is in sync at once (and the
+  // old master again soon after a failover).
+  const noSyncDelay = ['--repl-diskless-sync-delay', '0'];
+  const primary = await startRedis(noSyncDelay);
+  const primaryPort = new URL(primary.url).port;
+  const replica = await startRedis([...noSyncDelay, '--replicaof', '127.0.0.1', primaryPort]);
+  const sentinels = await Promise.all(
+    [1, 2, 3].map(async () => {
+      const port = await freePort();
+      const dir = mkdtempSync(join(tmpdir(), 'sentinel-'));
+      const conf = join(dir, 'sentinel.conf');
+      writeFileSync(
+        conf,
+        [
+          `port ${port}`,
+          'bind 127.0.0.1',
+          `dir ${dir}`,
+          `sentinel monitor ${masterName} 127.0.0.1 ${primaryPort} 2`,
+          `sentinel down-after-milliseconds ${masterName} 1000`,
+          `sentinel failover-timeout ${masterName} 5000`,
+          '',
+        ].join('\n'),
+      );
+      const url = `redis://127.0.0.1:${port}`;
+      return {
+        port,
+        backend: await manage('redis-server', [conf, '--sentinel'], port, dir, url, async () => {}),
+      };
+    }),
+  );
+  const ask = async <T>(command: string[]): Promise<T> => {
+    const client = new Redis({ port: sentinels[0]?.port, host: '127.0.0.1', lazyConnect: true });
+    try {
+      return (await client.call('SENTINEL', ...command)) as T;
+    } finally {
+      client.disconnect();
+    }
+  };
+  // A failover needs a replica in sync, and known to the Sentinels.
+  await waitUntil(async () => {
+    const client = new Redis(replica.url, { lazyConnect: true });
+    try {
+      if (!(await client.info('replication')).includes('master_link_status:up'))
+        throw new Error('not in sync yet');
+    } finally {
+      client.disconnect();
+    }
+  }, 20_000);
+  await waitUntil(async () => {
+    const replicas = await ask<string[][]>(['REPLICAS', masterName]);
+    const flags = replicas[0]?.[replicas[0].indexOf('flags') + 1];
+    if (flags !== 'slave') throw new Error(`replica not ready yet (${flags})`);
+  }, 20_000);
+  return {
+    url: `redis+sentinel://${sentinels.map(({ port }) => `127.0.0.1:${port}`).join(',')}/${masterName}`,
+    masterName,
+    primary,
+    replica,
+    masterPort: async () => Number((await ask<string[]>(['GET-MASTER-ADDR-BY-NAME', masterName]))[1]),
+    failover: async () => {
+      await ask(['FAILOVER', masterName]);
+    },
+    async dispose() {
+      await Promise.all([
+        ...sentinels.map(({ backend }) => backend.dispose()),
+        primary.dispose(),
+        replica.dispose(),
+      ]);
+    },
+  };
 }
 
 export async function startFerretDb(): Promise<Backend> {
@@ -144,8 +237,12 @@ async function manage(
       await start();
     },
     dispose: async () => {
+      child?.kill('SIGCONT');
       await stop();
       rmSync(dir, { recursive: true, force: true });
+    },
+    signal: (signal) => {
+      child?.kill(signal);
     },
   };
 }

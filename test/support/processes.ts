@@ -7,7 +7,9 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './backends.ts';
 import { decodeJwtPart, FRONTEND_CLIENT, SEEDED_USER } from './http.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -119,6 +121,20 @@ export function spawnService(options: { env: Record<string, string>; cwd: string
   };
 }
 
+/**
+ * What every spawned service of a test needs: loopback on a free port, and its keys and logs
+ * in `root`, a directory of the test's own; bcrypt at its cheapest cost.
+ */
+export async function privateServiceEnv(root: string): Promise<Record<string, string>> {
+  return {
+    HOST: '127.0.0.1',
+    PORT: String(await freePort()),
+    KEYS_DIR: join(root, 'keys'),
+    LOG_DIR: join(root, 'log'),
+    BCRYPT_COST: '4',
+  };
+}
+
 /** Direct children of `pid`, read from /proc (Linux). */
 export function childPids(pid: number): number[] {
   const children: number[] = [];
@@ -190,7 +206,8 @@ export function send(
     body = JSON.stringify(options.json);
     headers['Content-Type'] = 'application/json';
   }
-  if (body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(body));
+  if (body !== undefined && !headers['Transfer-Encoding'])
+    headers['Content-Length'] = String(Buffer.byteLength(body));
   if (options.token) headers.Authorization = `Bearer ${options.token}`;
   const request = target.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {

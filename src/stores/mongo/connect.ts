@@ -7,12 +7,21 @@
  *   serverSelectionTimeoutMS  2000    how long a call waits for a reachable server before 503
  *   connectTimeoutMS          2000    TCP + handshake of one connection
  *   socketTimeoutMS           10000   a reply that takes longer fails the call (503)
+ *   w                         majority  writes survive a replica-set failover
+ *   readConcernLevel          majority  reads never rest on a write a failover rolls back
  * Startup: connecting and ensuring the indexes is retried (backoff 250 ms doubling to 2000 ms)
  * until the deadline. Afterwards the driver reconnects by itself in the background.
  */
 import { MongoClient, type MongoClientOptions, MongoError, MongoServerError } from 'mongodb';
 import { hostOf, messageWithoutPassword } from '../../logging/redact-url.ts';
-import { backoff, type Connection, type ConnectOptions } from '../connection.ts';
+import {
+  backoff,
+  type Connection,
+  type ConnectOptions,
+  isNetworkError,
+  TimeoutError,
+  withTimeout,
+} from '../connection.ts';
 import { ensureIndexes } from './index.ts';
 
 const MONGO_DEFAULTS = {
@@ -20,6 +29,11 @@ const MONGO_DEFAULTS = {
   serverSelectionTimeoutMS: 2000,
   connectTimeoutMS: 2000,
   socketTimeoutMS: 10000,
+  // An account write acknowledged is on a majority of a replica set: a failover cannot roll
+  // back a password change or a deactivation that the service already reported done.
+  w: 'majority',
+  // Reads see only majority-committed data, so no answer rests on a write a failover undoes.
+  readConcernLevel: 'majority',
 } satisfies MongoClientOptions;
 
 /** Connects and ensures the indexes every store relies on; rejects when the deadline passes first. */
@@ -78,6 +92,8 @@ const OUTAGE_LABELS = ['ResetPool', 'SystemOverloadedError'];
 
 /** Whether the error means MongoDB cannot be reached right now (503), not that the call was wrong. */
 export function isMongoOutage(error: unknown): boolean {
+  // The driver lets some socket errors through as they are (EPIPE on a write to a dead socket).
+  if (error instanceof Error && !(error instanceof MongoError)) return isNetworkError(error);
   if (!(error instanceof MongoError)) return false;
   // By name as well as class: the pool errors are not exported by the driver.
   if (OUTAGE_NAMES.has(error.name)) return true;
@@ -101,32 +117,14 @@ function watchMongo(client: MongoClient, url: string, log: (message: string) => 
 }
 
 /** Our defaults for the options the URL does not set itself: an option object would win over the URL. */
-function defaultsNotInUrl(url: string, defaults: Record<string, number>): Record<string, number> {
+function defaultsNotInUrl<T extends object>(url: string, defaults: T): Partial<T> {
   const query = url.includes('?') ? url.slice(url.indexOf('?') + 1) : '';
   const inUrl = new Set([...new URLSearchParams(query).keys()].map((key) => key.toLowerCase()));
-  return Object.fromEntries(Object.entries(defaults).filter(([key]) => !inUrl.has(key.toLowerCase())));
+  return Object.fromEntries(
+    Object.entries(defaults).filter(([key]) => !inUrl.has(key.toLowerCase())),
+  ) as Partial<T>;
 }
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
-}
-
-class TimeoutError extends Error {}
-
-/** Rejects when `promise` has not settled within `ms`; the caller cleans up what is left. */
-async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new TimeoutError(`no answer within ${Math.max(0, ms)} ms`)),
-      Math.max(0, ms),
-    );
-  });
-  // The loser of the race must not surface later as an unhandled rejection.
-  promise.catch(() => {});
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

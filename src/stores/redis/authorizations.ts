@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import type { AuthorizationCodeGrant, AuthorizationStore } from '../types.ts';
+import type { RedisClient } from './connect.ts';
 import { runScript, script } from './scripts.ts';
 
 /**
@@ -31,11 +31,11 @@ return 'consumed'
 `);
 
 export class RedisAuthorizationStore implements AuthorizationStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #now: () => number;
 
-  constructor(redis: Redis, options: { prefix?: string; now?: () => number } = {}) {
+  constructor(redis: RedisClient, options: { prefix?: string; now?: () => number } = {}) {
     this.#redis = redis;
     this.#prefix = options.prefix ?? 'authz:';
     this.#now = options.now ?? Date.now;

@@ -1,8 +1,9 @@
 /**
- * Connecting to Redis, and telling its outages apart from other errors.
+ * Connecting to Redis (one server, Sentinel or Cluster, as REDIS_URL says: redis/url.ts), and
+ * telling its outages apart from other errors.
  *
- * Effective defaults; only host, port, password and db come from REDIS_URL:
- *   one multiplexed connection (ioredis does not pool)
+ * Effective defaults, the same for every shape; REDIS_URL gives only where and who:
+ *   one multiplexed connection per server (ioredis does not pool)
  *   connectTimeout                2000
  *   commandTimeout                2000   a command without a reply by then fails (503)
  *   enableOfflineQueue            false  while disconnected a call fails at once instead of queueing
@@ -11,9 +12,13 @@
  *   reconnect                     forever, backoff 100 ms doubling to at most 2000 ms
  * Startup waits for the first connection until the deadline; reconnecting goes on after it.
  */
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { hostOf, messageWithoutPassword } from '../../logging/redact-url.ts';
-import { backoff, type Connection, type ConnectOptions } from '../connection.ts';
+import { backoff, type Connection, type ConnectOptions, isNetworkError } from '../connection.ts';
+import { parseRedisUrl, type RedisTarget } from './url.ts';
+
+/** The client the stores talk to: the commands they use work alike on one server and a Cluster. */
+export type RedisClient = Redis | Cluster;
 
 const REDIS_OPTIONS = {
   lazyConnect: true,
@@ -26,15 +31,49 @@ const REDIS_OPTIONS = {
   autoResendUnfulfilledCommands: false,
   // Never give up: when Redis comes back the service recovers without a restart.
   retryStrategy: (times) => backoff(times, 100),
+  // A replica answering writes is a stale endpoint after a failover: reconnect (to the master
+  // Sentinel names now), and never resend the refused command.
+  reconnectOnError: (error) => error.message.startsWith('READONLY') && 1,
 } satisfies RedisOptions;
+
+function createClient(target: RedisTarget): RedisClient {
+  const credentials = { username: target.username, password: target.password };
+  switch (target.shape) {
+    case 'server':
+      return new Redis({
+        ...REDIS_OPTIONS,
+        ...credentials,
+        host: target.node.host,
+        port: target.node.port,
+        db: target.db,
+        ...(target.tls ? { tls: {} } : {}),
+      });
+    case 'sentinel':
+      return new Redis({
+        ...REDIS_OPTIONS,
+        ...credentials,
+        sentinels: target.sentinels,
+        name: target.masterName,
+        db: target.db,
+        sentinelRetryStrategy: (times) => backoff(times, 100),
+      });
+    case 'cluster':
+      return new Cluster(target.nodes, {
+        lazyConnect: true,
+        enableOfflineQueue: false,
+        clusterRetryStrategy: (times) => backoff(times, 100),
+        redisOptions: { ...REDIS_OPTIONS, ...credentials, lazyConnect: false },
+      });
+  }
+}
 
 /** Connects; rejects, naming the host and the last error, when the deadline passes first. */
 export async function connectRedis(
   url: string,
   { deadline, log }: ConnectOptions,
-): Promise<Connection<Redis>> {
+): Promise<Connection<RedisClient>> {
   const host = hostOf(url);
-  const redis = new Redis(url, REDIS_OPTIONS);
+  const redis = createClient(parseRedisUrl(url));
   // ioredis emits an error per failed attempt; log the first of each outage only.
   let down = false;
   let lastError = 'no connection yet';
@@ -65,7 +104,7 @@ export async function connectRedis(
  * connect() rejects on the first failed attempt while retryStrategy carries on in the
  * background, so this waits for `ready` (or the deadline) rather than for connect().
  */
-function readyBy(redis: Redis, deadline: number): Promise<boolean> {
+function readyBy(redis: RedisClient, deadline: number): Promise<boolean> {
   redis.connect().catch(() => {});
   return new Promise<boolean>((resolve) => {
     if (redis.status === 'ready') return resolve(true);
@@ -77,29 +116,41 @@ function readyBy(redis: Redis, deadline: number): Promise<boolean> {
   });
 }
 
-/** Socket errors: the server cannot be reached from here right now. */
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ECONNABORTED',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
+/**
+ * Server replies, by their first word, that mean "not now": loading, failing over, busy, a
+ * replica answering a write (a stale endpoint after a failover), out of memory under
+ * `noeviction`, a disk that refuses writes, slots moving between Cluster nodes.
+ */
+const UNAVAILABLE_REPLIES = new Set([
+  'LOADING',
+  'MASTERDOWN',
+  'TRYAGAIN',
+  'CLUSTERDOWN',
+  'BUSY',
+  'READONLY',
+  'OOM',
+  'MISCONF',
+  'NOREPLICAS',
+  'MOVED',
+  'ASK',
 ]);
-/** Server replies, by their first word, that mean "not now": loading, failing over, busy. */
-const UNAVAILABLE_REPLIES = new Set(['LOADING', 'MASTERDOWN', 'TRYAGAIN', 'CLUSTERDOWN', 'BUSY']);
-/** ioredis's words for a connection it lost or a reply that never came. */
-const LOST_CONNECTION_MESSAGES = ['Connection is closed', "Stream isn't writeable", 'Command timed out'];
+/** ioredis's words for a connection it lost, a reply that never came, or no node to ask. */
+const LOST_CONNECTION_MESSAGES = [
+  'Connection is closed',
+  "Stream isn't writeable",
+  'Command timed out',
+  'Too many Cluster redirections',
+  'Failed to refresh slots cache',
+  'None of startup nodes is available',
+  "Cluster isn't ready",
+  'All sentinels are unreachable',
+];
 
 /** Whether the error means Redis cannot be reached right now (503), not that the call was wrong. */
 export function isRedisOutage(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
-  if (error.name === 'MaxRetriesPerRequestError') return true;
-  const code = (error as NodeJS.ErrnoException).code;
-  if (code !== undefined && NETWORK_CODES.has(code)) return true;
+  if (error.name === 'MaxRetriesPerRequestError' || error.name === 'ClusterAllFailedError') return true;
+  if (isNetworkError(error)) return true;
   const [firstWord = '', rest] = error.message.split(' ', 2);
   if (rest !== undefined && UNAVAILABLE_REPLIES.has(firstWord)) return true;
   return LOST_CONNECTION_MESSAGES.some((words) => error.message.includes(words));

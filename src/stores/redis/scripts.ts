@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connect.ts';
 
 /** A Lua script and the SHA-1 Redis caches it under. */
 export interface Script {
@@ -13,7 +13,7 @@ export function script(lua: string): Script {
 
 /** EVALSHA, falling back to EVAL once when the server lost its script cache (e.g. a restart). */
 export async function runScript(
-  redis: Redis,
+  redis: RedisClient,
   s: Script,
   keys: readonly string[],
   args: readonly (string | number)[],

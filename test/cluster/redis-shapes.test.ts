@@ -1,0 +1,178 @@
+/**
+ * The service over Redis in its highly available shapes: Sentinel and Cluster from the URLs
+ * .ci/run exports, and a Sentinel failover under refresh load on a setup of its own.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
+import {
+  type Backend,
+  realServersMissing,
+  type SentinelSetup,
+  startFerretDb,
+  startSentinelSetup,
+  uniqueName,
+  withDatabase,
+} from '../support/backends.ts';
+import {
+  passwordGrant,
+  privateServiceEnv,
+  readOwnAccount,
+  refreshGrant,
+  type ServiceProcess,
+  spawnService,
+  waitForHttp,
+} from '../support/processes.ts';
+
+const skip = realServersMissing('Redis shape tests');
+let ferret: Backend;
+const roots: string[] = [];
+const services: ServiceProcess[] = [];
+
+before(async () => {
+  if (!skip) ferret = await startFerretDb();
+});
+
+after(async () => {
+  await Promise.all(services.map((service) => service.stop()));
+  await ferret?.dispose();
+  await Promise.all(roots.map((root) => rm(root, { recursive: true, force: true })));
+});
+
+async function startService(redisUrl: string): Promise<ServiceProcess> {
+  const root = await mkdtemp(join(tmpdir(), 'shapes-'));
+  roots.push(root);
+  const service = spawnService({
+    cwd: root,
+    env: {
+      ...(await privateServiceEnv(root)),
+      WORKERS: '2',
+      MONGODB_URL: withDatabase(ferret.url, uniqueName('shapes')),
+      REDIS_URL: redisUrl,
+    },
+  });
+  services.push(service);
+  await waitForHttp(service.url, { service });
+  return service;
+}
+
+for (const [shape, url] of [
+  ['Sentinel', process.env.REDIS_SENTINEL_URL],
+  ['Cluster', process.env.REDIS_CLUSTER_URL],
+] as const) {
+  describe(`the service over Redis ${shape}`, {
+    skip: skip || (url ? false : `no URL for Redis ${shape} (REDIS_${shape.toUpperCase()}_URL): not run`),
+  }, () => {
+    test('signs in, reads, refreshes, and revokes a family whose rotated token comes back', async () => {
+      const service = await startService(url ?? '');
+      const login = await passwordGrant(service.url);
+      assert.equal(login.status, 200, login.text);
+      const first = login.json();
+      assert.equal((await readOwnAccount(service.url, String(first.access_token))).status, 200);
+      let token = String(first.refresh_token);
+      for (let i = 0; i < 5; i++) {
+        const refreshed = await refreshGrant(service.url, token);
+        assert.equal(refreshed.status, 200, refreshed.text);
+        const previous = token;
+        token = String(refreshed.json().refresh_token);
+        if (i === 4) {
+          assert.equal((await refreshGrant(service.url, previous)).json().error, 'invalid_grant');
+          assert.equal(
+            (await refreshGrant(service.url, token)).json().error,
+            'invalid_grant',
+            'family revoked',
+          );
+        }
+      }
+      assert.ok(!service.lines.some((line) => /"level":50|Unexpected/.test(line)), service.lines.join('\n'));
+    });
+  });
+}
+
+describe('a Sentinel failover under refresh load', { skip }, () => {
+  let setup: SentinelSetup;
+  before(async () => {
+    if (!skip) setup = await startSentinelSetup();
+  });
+  after(() => setup?.dispose());
+
+  test('answers 503 at most until the replica is promoted, then as before; no replicated token is lost', async (t) => {
+    const service = await startService(setup.url);
+    const sessions = async (count: number) =>
+      Promise.all(
+        Array.from({ length: count }, async () => {
+          const login = await passwordGrant(service.url);
+          assert.equal(login.status, 200, login.text);
+          return String(login.json().refresh_token);
+        }),
+      );
+    // Sessions the replica has for certain: WAIT returns once it acknowledged the writes.
+    const kept = await sessions(10);
+    const primary = new Redis(setup.primary.url);
+    try {
+      // Replication keeps order: a replica that acknowledged this write has every earlier one.
+      await primary.set(uniqueName('replicated'), '1', 'EX', 60);
+      assert.equal(await primary.wait(1, 2000), 1, 'the replica acknowledged the writes');
+    } finally {
+      primary.disconnect();
+    }
+
+    const loaded = await sessions(8);
+    const statuses: number[] = [];
+    let failedAt = 0;
+    let recoveredAt = 0;
+    let running = true;
+    const startedAt = Date.now();
+    const clients = loaded.map(async (initial) => {
+      let token = initial;
+      while (running) {
+        const response = await refreshGrant(service.url, token);
+        statuses.push(response.status);
+        if (response.status === 200) {
+          token = String(response.json().refresh_token);
+          if (failedAt && !recoveredAt) recoveredAt = Date.now();
+        } else if (response.status === 503) {
+          failedAt ||= Date.now();
+          recoveredAt = 0;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        } else {
+          return;
+        }
+      }
+    });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const oldMaster = await setup.masterPort();
+    const failoverAt = Date.now();
+    await setup.failover();
+    // The load runs on until the Sentinels name the new master and some seconds after.
+    for (let i = 0; i < 100 && (await setup.masterPort()) === oldMaster; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const promotedAt = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, 4000));
+    running = false;
+    await Promise.all(clients);
+
+    const unexpected = statuses.filter((status) => status !== 200 && status !== 503);
+    assert.deepEqual(unexpected, [], 'only 200 and 503');
+    const failures = statuses.filter((status) => status === 503).length;
+    assert.ok(
+      statuses.slice(-loaded.length).every((status) => status === 200),
+      'normal again at the end',
+    );
+    for (const token of kept) {
+      const refreshed = await refreshGrant(service.url, token);
+      assert.equal(refreshed.status, 200, `a replicated session survives the failover: ${refreshed.text}`);
+    }
+    t.diagnostic(
+      `failover: ${statuses.length} refreshes in ${Date.now() - startedAt} ms, ${failures} answered 503; ` +
+        `Sentinel named the new master ${promotedAt - failoverAt} ms after SENTINEL FAILOVER; ` +
+        (failedAt
+          ? `503s from ${failedAt - failoverAt} ms to ${recoveredAt - failoverAt} ms after it`
+          : 'no 503'),
+    );
+  });
+});
