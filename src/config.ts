@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { MongoClient } from 'mongodb';
 import { createClientWhitelist } from './error-report/whitelist.ts';
+import { DEFAULT_ACCOUNT_CACHE_SIZE } from './stores/cache/cached-stores.ts';
 import { parseRedisUrl } from './stores/redis/url.ts';
 import { GRANT_TYPES, type GrantType } from './stores/types.ts';
 
@@ -228,7 +229,7 @@ export const SETTINGS = {
     section: 'storage',
     meaning:
       'Accounts each process keeps in memory for authentication when both `MONGODB_URL` and `REDIS_URL` are set.',
-    default: '10000',
+    default: String(DEFAULT_ACCOUNT_CACHE_SIZE),
     notes:
       'The least recently used account goes first. Every account write reaches every process through ' +
       'Redis, and a process that cannot hear Redis reads MongoDB instead: [caches](operations.md#caches).',

@@ -7,7 +7,6 @@
  */
 
 import type { MongoClient } from 'mongodb';
-import { SETTINGS } from '../config.ts';
 import { watchBackend } from './backend-health.ts';
 import { cacheCatalog } from './cache/cached-stores.ts';
 import { RedisInvalidations } from './cache/invalidation.ts';
@@ -64,13 +63,7 @@ export async function openStores(options: OpenStoresOptions): Promise<Stores> {
         )
       : undefined;
   return {
-    ...(invalidations
-      ? cacheCatalog(
-          catalog,
-          invalidations,
-          options.accountCacheSize ?? Number(SETTINGS.ACCOUNT_CACHE_SIZE.default),
-        )
-      : catalog),
+    ...(invalidations ? cacheCatalog(catalog, invalidations, options.accountCacheSize) : catalog),
     // A release gives back a token whose refresh failed: skipping it would strand the token.
     refreshTokens: redisHealth
       ? guard(new RedisRefreshTokenStore(redis.client), redisHealth, ['release'])

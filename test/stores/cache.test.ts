@@ -81,6 +81,20 @@ describe('account cache', () => {
     assert.equal(counter.reads, 1);
   });
 
+  test('each read is a copy: a caller changing what it read changes nothing another read sees', async () => {
+    const { store, cached } = setUp();
+    const a = account({ roles: ['admin'] });
+    await store.create(a);
+    const loaded = await cached.findById(a.id);
+    assert.ok(loaded);
+    loaded.status = 'inactive';
+    loaded.roles.push('superuser');
+    const hit = await cached.findById(a.id);
+    assert.ok(hit);
+    hit.identity = 'changed@example.com';
+    assert.deepEqual(await cached.findById(a.id), a);
+  });
+
   test('an invalidation from another node makes the next read go to the store', async () => {
     const { store, counter, channel, cached } = setUp();
     const a = account();

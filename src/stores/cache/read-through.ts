@@ -33,13 +33,14 @@ export class ReadThrough<T> {
     this.#entries.delete(key);
     if (hit && hit.expiresAt > Date.now()) {
       this.#entries.set(key, hit);
-      return hit.value;
+      // Like every store, a copy: a caller that changes what it read changes no other reader's.
+      return structuredClone(hit.value);
     }
     // An invalidation that arrives while the load runs may describe a change the load missed.
     const seen = this.#invalidations.sequence;
     const value = await load();
     if (value !== null && this.#invalidations.live && this.#invalidations.sequence === seen) {
-      this.#entries.set(key, { value, expiresAt: Date.now() + this.#bounds.ttlMs });
+      this.#entries.set(key, { value: structuredClone(value), expiresAt: Date.now() + this.#bounds.ttlMs });
       if (this.#entries.size > this.#bounds.size)
         this.#entries.delete(this.#entries.keys().next().value as string);
     }
