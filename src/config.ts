@@ -1,10 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { type Static, Type } from '@sinclair/typebox';
 import { MongoClient } from 'mongodb';
 import { createClientWhitelist } from './error-report/whitelist.ts';
 import { DEFAULT_ACCOUNT_CACHE_SIZE } from './stores/cache/cached-stores.ts';
 import { parseRedisUrl } from './stores/redis/url.ts';
 import { GRANT_TYPES, type GrantType } from './stores/types.ts';
+import { compileValidator } from './validation.ts';
 
 /**
  * Configuration, read from the environment once at start and validated there. Nothing else in
@@ -526,12 +528,36 @@ export function loadConfig(env: Env, packageInfo: PackageInfo): Config {
   };
 }
 
-/** The members of CONFIG_FILE; docs/configuration.md describes them. */
-interface ConfigFile {
-  responseHeaders?: Record<string, Record<string, string>>;
-  cors?: { maxAge?: number };
-  deprecations?: Record<string, { since: string; sunset: string; link: string }>;
-}
+/** Browsers cap a cached preflight lower still (Chromium at 2 hours); beyond a day is a typo. */
+export const MAX_CORS_MAX_AGE = 86_400;
+
+/**
+ * The members of CONFIG_FILE; docs/configuration.md describes them. Closed objects: a
+ * misspelt member would otherwise be ignored without a word.
+ */
+const CONFIG_FILE_SCHEMA = Type.Object(
+  {
+    responseHeaders: Type.Optional(Type.Record(Type.String(), Type.Record(Type.String(), Type.String()))),
+    cors: Type.Optional(
+      Type.Object(
+        { maxAge: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_CORS_MAX_AGE })) },
+        { additionalProperties: false },
+      ),
+    ),
+    deprecations: Type.Optional(
+      Type.Record(
+        Type.String(),
+        Type.Object(
+          { since: Type.String(), sunset: Type.String(), link: Type.String() },
+          { additionalProperties: false },
+        ),
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+type ConfigFile = Static<typeof CONFIG_FILE_SCHEMA>;
+const configFileShape = compileValidator<ConfigFile>(CONFIG_FILE_SCHEMA);
 
 function responseHeaders(file: ConfigFile): Config['responseHeaders'] {
   for (const [route, headers] of Object.entries(file.responseHeaders ?? {})) {
@@ -565,6 +591,9 @@ function deprecations(
         'CONFIG_FILE',
         `deprecations.${route} needs valid dates with sunset not before since`,
       );
+    }
+    if (!URL.canParse(entry.link, `${appUrl}/`)) {
+      throw new ConfigError('CONFIG_FILE', `deprecations.${route}.link must be a URL or a path`);
     }
     result[route] = { since, sunset, link: new URL(entry.link, `${appUrl}/`).href };
   }
@@ -772,6 +801,11 @@ function jsonFile(): ValueKind<ConfigFile> {
       }
       if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
         throw new ConfigError(name, 'must hold a JSON object');
+      }
+      const errors = configFileShape.errors(parsed);
+      if (errors) {
+        const [member, messages] = Object.entries(errors)[0] ?? ['', []];
+        throw new ConfigError(name, `${member}: ${messages.join('; ')}`);
       }
       return parsed as ConfigFile;
     },

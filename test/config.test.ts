@@ -1,10 +1,20 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { parseRedisUrl, type RedisTarget } from '../src/stores/redis/url.ts';
 
 const pkg = { name: 'svc', version: '9.9.9' };
+
+/** A CONFIG_FILE holding `contents`, in a directory of its own. */
+function configFile(contents: object): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'cfg-')), 'config.json');
+  writeFileSync(file, JSON.stringify(contents));
+  return file;
+}
 
 describe('configuration', () => {
   test('the defaults are the documented ones', () => {
@@ -47,17 +57,34 @@ describe('configuration', () => {
     });
   }
 
-  test('a CONFIG_FILE header value with control characters stops the start', async () => {
-    const { mkdtempSync, writeFileSync } = await import('node:fs');
-    const { join } = await import('node:path');
-    const { tmpdir } = await import('node:os');
-    const file = join(mkdtempSync(join(tmpdir(), 'cfg-')), 'config.json');
-    writeFileSync(file, JSON.stringify({ responseHeaders: { '*': { 'X-Bad': 'a\u0000b' } } }));
+  test('a CONFIG_FILE header value with control characters stops the start', () => {
+    const file = configFile({ responseHeaders: { '*': { 'X-Bad': 'a\u0000b' } } });
     assert.throws(
       () => loadConfig({ CONFIG_FILE: file }, pkg),
       (error: unknown) => error instanceof ConfigError && error.message.includes('X-Bad'),
     );
   });
+
+  for (const [contents, member] of [
+    [{ cors: { maxAge: 'ten' } }, 'cors.maxAge'],
+    [{ cors: { maxAge: -1 } }, 'cors.maxAge'],
+    [{ cors: { maxAge: 1.5 } }, 'cors.maxAge'],
+    [{ cors: { maxage: 600 } }, 'cors.maxage'],
+    [{ responseHeader: {} }, 'responseHeader'],
+    [{ responseHeaders: { '*': { 'X-Frame-Options': 1 } } }, 'responseHeaders.*.X-Frame-Options'],
+    [{ deprecations: { home: { since: '2025-01-01' } } }, 'deprecations.home.sunset'],
+    [
+      { deprecations: { home: { since: '2025-01-01', sunset: '2099-01-01', link: 'http://[' } } },
+      'deprecations.home.link',
+    ],
+  ] as const) {
+    test(`CONFIG_FILE ${JSON.stringify(contents)} stops the start naming ${member}`, () => {
+      assert.throws(
+        () => loadConfig({ CONFIG_FILE: configFile(contents) }, pkg),
+        (error: unknown) => error instanceof ConfigError && error.message.includes(`CONFIG_FILE ${member}`),
+      );
+    });
+  }
 
   test('MONGODB_URL: every connection string the driver accepts passes unchanged', () => {
     for (const url of [

@@ -5,6 +5,7 @@ import {
   DEFAULT_DEPRECATIONS,
   DEFAULT_RESPONSE_HEADERS,
   DESCRIPTION_SETTINGS,
+  MAX_CORS_MAX_AGE,
   SECTIONS,
   SETTINGS,
   type Section,
@@ -141,7 +142,7 @@ function configFileSection(): string {
       'headers per route name (`npm run cli -- route:list` shows the names), `"*"` for every route. ' +
       `They are added over the defaults ${defaults.join(', ')}; a route's own entry wins over \`*\`. ` +
       'A name that is not an HTTP token, or a value that is not printable text, stops the start.',
-    'cors.maxAge': `seconds browsers may cache a CORS preflight (default \`${DEFAULT_CORS_MAX_AGE}\`).`,
+    'cors.maxAge': `seconds browsers may cache a CORS preflight, a whole number from 0 to ${MAX_CORS_MAX_AGE} (default \`${DEFAULT_CORS_MAX_AGE}\`).`,
     deprecations:
       'per route name, `since` and `sunset` (dates; the sunset not before `since`) and `link` ' +
       "(resolved against `APP_URL`). The route's answers then carry `Deprecation`, `Sunset` and " +
@@ -150,7 +151,13 @@ function configFileSection(): string {
   };
   return [
     `## ${CONFIG_FILE_TITLE}`,
-    'What does not fit in a variable. `CONFIG_FILE` names a JSON object whose members are all optional:',
+    wrap(
+      'What does not fit in a variable. `CONFIG_FILE` names a JSON object whose members are all ' +
+        'optional; a member not described here, or a value of the wrong type, stops the start ' +
+        'with a message naming it:',
+      '',
+      '',
+    ),
     `\`\`\`json\n${JSON.stringify(example, null, 2)}\n\`\`\``,
     Object.entries(members)
       .map(([member, text]) => wrap(`${code(member)}: ${text}`, '- ', '  '))
