@@ -15,7 +15,21 @@ export const REDACTED = '[redacted]';
 const SECRET_NAME = /password|passwd|secret|token|authorization|cookie|apikey|privatekey|credential|verifier/;
 
 export function isSecretName(name: string): boolean {
-  return SECRET_NAME.test(name.toLowerCase().replace(/[^a-z0-9]/g, ''));
+  return SECRET_NAME.test(
+    percentDecoded(name)
+      .toLowerCase()
+      .replace(/[^a-z0-9]/g, ''),
+  );
+}
+
+/** A form or query key as its sender meant it: `pass%77ord` is `password`. */
+function percentDecoded(name: string): string {
+  if (!name.includes('%')) return name;
+  try {
+    return decodeURIComponent(name);
+  } catch {
+    return name;
+  }
 }
 
 const MAX_DEPTH = 12;
@@ -33,18 +47,28 @@ export function scrubSecrets(value: unknown): unknown {
  * Secrets inside text, as found in the message or serialized request of an error thrown by an
  * HTTP or database client, or in an error report: a credential after `Bearer`/`Basic`, and
  * the value of every secret-named key in JSON (`"password":"..."`, `'password': '...'`),
- * form or query (`password=...`) and header (`Authorization: ...`, `Cookie: ...`) syntax.
+ * form or query (`password=...`, also percent-encoded) and header (`Authorization: ...`,
+ * `Cookie: ...`) syntax, and the password of a URL (`redis://user:password@host`).
  *
  * Linear in the text, which anyone can send in an error report: a hand-written scan instead
  * of a regex with overlapping quantifiers, looking back at most a bounded key length from
  * each `:` or `=` and never rescanning a value it has blanked.
  */
 export function scrubText(text: string): string {
-  return scrubKeyedValues(text.replace(CREDENTIAL_AFTER_SCHEME, `$1 ${REDACTED}`));
+  return scrubKeyedValues(
+    text.replace(CREDENTIAL_AFTER_SCHEME, `$1 ${REDACTED}`).replace(PASSWORD_IN_URL, `$1:${REDACTED}@`),
+  );
 }
 
 /** The blanks and the credential's characters are disjoint classes: no backtracking between them. */
 const CREDENTIAL_AFTER_SCHEME = /\b(Bearer|Basic)\s+[\w.~+/=-]{6,}/gi;
+
+/**
+ * The password of `scheme://user:password@host`, as a driver's message may quote its
+ * connection string. A match starts only at `://` and neither part crosses a `/`, so the
+ * stretches it tries from one `://` and the next never overlap.
+ */
+const PASSWORD_IN_URL = /(:\/\/[^\s/@:'"?#]*):[^\s/@'"?#]*@/g;
 
 /** Longer names are not the keys this looks for; the bound keeps the look-back constant. */
 const MAX_KEY_LENGTH = 64;
@@ -126,9 +150,13 @@ function isBlank(code: number): boolean {
   return code === 0x20 || code === 0x09;
 }
 
-/** `[A-Za-z0-9_.[\]-]`: the characters of a header name or a form field (`user[password]`). */
+/**
+ * `[A-Za-z0-9_.[\]%-]`: the characters of a header name or a form field (`user[password]`,
+ * percent-encoded as `user%5Bpassword%5D`).
+ */
 function isKeyCharacter(code: number): boolean {
   return (
+    code === 0x25 ||
     (code >= 0x30 && code <= 0x39) ||
     (code >= 0x41 && code <= 0x5a) ||
     (code >= 0x61 && code <= 0x7a) ||

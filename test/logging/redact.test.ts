@@ -20,6 +20,16 @@ describe('scrubText', () => {
       ['{"password":["a","bsecret"],"n":1}', `{"password":${REDACTED},"n":1}`],
       ['user[password]=hunter2&x=1', `user[password]=${REDACTED}&x=1`],
       ['Authorization: Digest username="u", response="deadbeef"\nnext', `Authorization: ${REDACTED}\nnext`],
+      ['pass%77ord=hunter2&x=1', `pass%77ord=${REDACTED}&x=1`],
+      ['user%5Bpassword%5D=hunter2&x=1', `user%5Bpassword%5D=${REDACTED}&x=1`],
+      [
+        'connect to redis://:s3cret@10.0.0.1:6379 failed',
+        `connect to redis://:${REDACTED}@10.0.0.1:6379 failed`,
+      ],
+      [
+        'mongodb://app:p%40ss@h1,h2/db?replicaSet=rs0 and https://u:p@x.test/',
+        `mongodb://app:${REDACTED}@h1,h2/db?replicaSet=rs0 and https://u:${REDACTED}@x.test/`,
+      ],
     ];
     for (const [text, scrubbed] of cases) assert.equal(scrubText(text), scrubbed, text);
   });
@@ -30,6 +40,8 @@ describe('scrubText', () => {
       'socket hang up',
       '"username":"someone"',
       'at f (file.ts:10:5)',
+      'see https://example.com:8443/path?a=b@c and mailto:someone@example.com',
+      '100%25 of a=%zz',
     ]) {
       assert.equal(scrubText(text), text);
     }
@@ -48,6 +60,9 @@ describe('scrubText', () => {
       `password${' '.repeat(1_000_000)}:x`,
       megabyte(`${'x'.repeat(60)}":`),
       megabyte("'token' : '"),
+      megabyte('a://b:'),
+      megabyte('://:'),
+      megabyte('%70assword='),
     ];
     for (const text of adversarial) {
       const started = performance.now();
