@@ -21,6 +21,11 @@ export interface AccessTokenClaims {
   credentialStamp?: string;
 }
 
+/** The claims of a token that verified, and when it was issued (`iat`, seconds since the epoch). */
+export interface VerifiedAccessToken extends AccessTokenClaims {
+  issuedAt: number;
+}
+
 export interface IssuedAccessToken {
   token: string;
   expiresIn: number;
@@ -36,7 +41,7 @@ export interface AccessTokenKeys {
 export interface AccessTokenService {
   issueAccessToken(claims: AccessTokenClaims): Promise<IssuedAccessToken>;
   /** Throws InvalidToken with the reason when the token is not one of ours or has expired. */
-  verifyAccessToken(token: string): Promise<AccessTokenClaims>;
+  verifyAccessToken(token: string): Promise<VerifiedAccessToken>;
 }
 
 export function createAccessTokenService(options: {
@@ -55,7 +60,7 @@ export function createAccessTokenService(options: {
    * that the key has not been retired since, and that the token has not expired. Bounded: the
    * oldest entry goes first.
    */
-  const verified = new Map<string, { claims: AccessTokenClaims; kid: string; expiresAtMs: number }>();
+  const verified = new Map<string, { claims: VerifiedAccessToken; kid: string; expiresAtMs: number }>();
 
   async function issueAccessToken(claims: AccessTokenClaims): Promise<IssuedAccessToken> {
     const { privateKey, kid } = keys.signingKey();
@@ -76,7 +81,7 @@ export function createAccessTokenService(options: {
     return { token, expiresIn: ttlSeconds };
   }
 
-  async function verifyAccessToken(token: string): Promise<AccessTokenClaims> {
+  async function verifyAccessToken(token: string): Promise<VerifiedAccessToken> {
     const known = verified.get(token);
     if (known) {
       // jose's rule without clock tolerance: expired once the current second reaches `exp`.
@@ -108,9 +113,10 @@ export function createAccessTokenService(options: {
     } catch (error) {
       throw error instanceof InvalidToken ? error : new InvalidToken(reasonFor(error));
     }
-    const { sub, client_id: clientId, scope, kind, exp, cst } = payload;
+    const { sub, client_id: clientId, scope, kind, exp, iat, cst } = payload;
     if (
       typeof sub !== 'string' ||
+      typeof iat !== 'number' ||
       typeof clientId !== 'string' ||
       typeof scope !== 'string' ||
       !isSubjectKind(kind) ||
@@ -119,10 +125,11 @@ export function createAccessTokenService(options: {
       throw new InvalidToken('Token claims are invalid');
     }
     // Frozen: the same object is handed out again for every later use of this token.
-    const claims: AccessTokenClaims = Object.freeze({
+    const claims: VerifiedAccessToken = Object.freeze({
       subject: Object.freeze({ kind, id: sub }),
       clientId,
       scope,
+      issuedAt: iat,
       ...(typeof cst === 'string' ? { credentialStamp: cst } : {}),
     });
     if (typeof exp === 'number') {

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { registerClient, SPA_REDIRECT, superuserToken } from '../support/authorization.ts';
-import { request, SEEDED_USER } from '../support/http.ts';
+import { decodeJwtPart, request, SEEDED_USER } from '../support/http.ts';
 import { backends, describeBackendSkip, startTestServer, type TestServer } from '../support/server.ts';
 
 describeBackendSkip();
@@ -217,25 +217,45 @@ for (const backend of backends())
       }
     });
 
-    test('deleting a client refuses its tokens from then on', async () => {
+    test('deleting a client refuses its tokens from then on, access tokens too, and registering the name again revives none', async () => {
       const name = unique('machine');
-      const created = await confidential(name, ['password', 'refresh_token']);
-      const credentials = { client_id: name, client_secret: String(created.body.secret) };
-      const login = await request(server.url, 'POST', '/security/generate-token', {
-        json: { grant_type: 'password', scope: 'api', ...credentials, ...SEEDED_USER },
-      });
-      assert.equal(login.status, 200);
+      const signIn = async (secret: string) => {
+        const credentials = { client_id: name, client_secret: secret };
+        const login = await request(server.url, 'POST', '/security/generate-token', {
+          json: { grant_type: 'password', scope: 'api', ...credentials, ...SEEDED_USER },
+        });
+        assert.equal(login.status, 200, JSON.stringify(login.body));
+        return {
+          credentials,
+          access: String(login.body.access_token),
+          refresh: String(login.body.refresh_token),
+        };
+      };
+      const readOwn = (access: string) =>
+        request(server.url, 'GET', `/users/${String(decodeJwtPart(access, 1).sub)}`, { token: access });
+      const first = await signIn(
+        String((await confidential(name, ['password', 'refresh_token'])).body.secret),
+      );
+      assert.equal((await readOwn(first.access)).status, 200);
+
       assert.equal((await call('DELETE', `/oauth-clients/${name}`)).status, 204);
       assert.equal((await call('GET', `/oauth-clients/${name}`)).status, 404);
       const refresh = await request(server.url, 'POST', '/security/refresh-token', {
-        json: {
-          grant_type: 'refresh_token',
-          refresh_token: String(login.body.refresh_token),
-          ...credentials,
-        },
+        json: { grant_type: 'refresh_token', refresh_token: first.refresh, ...first.credentials },
       });
       assert.equal(refresh.status, 401);
       assert.equal(refresh.body.error, 'invalid_client');
+      const read = await readOwn(first.access);
+      assert.equal(read.status, 401);
+      assert.match(String(read.headers.get('www-authenticate')), /error="invalid_token"/);
+
+      // A registration is dated to the second: one in a later second than the first tokens.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const again = await signIn(
+        String((await confidential(name, ['password', 'refresh_token'])).body.secret),
+      );
+      assert.equal((await readOwn(first.access)).status, 401, 'the old registration stays gone');
+      assert.equal((await readOwn(again.access)).status, 200);
     });
 
     test('a client without the refresh_token grant gets no refresh token', async () => {
