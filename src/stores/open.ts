@@ -59,7 +59,9 @@ export async function openStores(options: OpenStoresOptions): Promise<Stores> {
   const invalidations =
     mongo && redis
       ? new RedisInvalidations(redis.client, undefined, (error) =>
-          connect.log(`cache invalidation not published: ${error.message}`),
+          connect.log(
+            `cache invalidation not published yet, sent again until Redis takes it: ${error.message}`,
+          ),
         )
       : undefined;
   return {

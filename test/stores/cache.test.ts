@@ -260,11 +260,14 @@ describe('the Redis invalidation channel', { skip: noRedisServer }, () => {
 
   async function channel() {
     const connection = await connectRedis(redis.url, { deadline: Date.now() + 5000, log: () => {} });
-    const invalidations = new RedisInvalidations(connection.client, timing);
+    const unpublished: Error[] = [];
+    const invalidations = new RedisInvalidations(connection.client, timing, (error) =>
+      unpublished.push(error),
+    );
     opened.push(connection, invalidations);
     const heard: [string, string][] = [];
     invalidations.listen((topic, key) => heard.push([topic, key]));
-    return { invalidations, heard };
+    return { invalidations, heard, publisher: connection.client, unpublished };
   }
 
   test('a change published by one process reaches the others; all are live once heard', async () => {
@@ -274,6 +277,20 @@ describe('the Redis invalidation channel', { skip: noRedisServer }, () => {
     await eventually(
       () => two.heard.some(([topic, key]) => topic === 'user' && key === 'id-1'),
       'message heard',
+    );
+  });
+
+  test("a change the writer's own link failed to publish reaches the others once the link is back", async () => {
+    const [writer, reader] = await Promise.all([channel(), channel()]);
+    await eventually(() => writer.invalidations.live && reader.invalidations.live, 'both live', 5000);
+    const writerLink = String(await writer.publisher.call('CLIENT', 'ID'));
+    await reader.publisher.call('CLIENT', 'KILL', 'ID', writerLink);
+    await writer.invalidations.changed('user', 'id-2');
+    assert.equal(writer.unpublished.length, 1, 'the first publish met the dropped link');
+    await eventually(
+      () => reader.heard.some(([topic, key]) => topic === 'user' && key === 'id-2'),
+      'the change heard once the writer reconnected',
+      5000,
     );
   });
 

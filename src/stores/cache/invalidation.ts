@@ -23,6 +23,10 @@ export interface InvalidationTiming {
 
 const DEFAULT_TIMING: InvalidationTiming = { heartbeatMs: 500, overdueMs: 1500 };
 
+/** Past this many changes waiting to be sent, one flush of every cache stands for them all. */
+const MAX_UNSENT = 1000;
+const FLUSH_MESSAGE = JSON.stringify([FLUSH, FLUSH]);
+
 type Listener = (topic: string, key: string) => void;
 
 export interface Invalidations {
@@ -32,7 +36,7 @@ export interface Invalidations {
   readonly sequence: number;
   /** `key` of `topic` changed; topic `*`: every cache must flush. */
   listen(listener: Listener): void;
-  /** Forgets the key here at once, then tells every node. Never throws: see `publish`. */
+  /** Forgets the key here at once, then tells every node, again and again until Redis takes it. Never throws. */
   changed(topic: string, key: string): Promise<void>;
 }
 
@@ -43,6 +47,13 @@ export class RedisInvalidations implements Invalidations {
   #listeners: Listener[] = [];
   #heartbeat: NodeJS.Timeout;
   #closed = false;
+  /**
+   * Messages that did not get through, each with the number of the last change it stands
+   * for: each heartbeat sends them again, and a message is done once the send of its latest
+   * change got through (the same key may change again while an earlier send is in flight).
+   */
+  readonly #unsent = new Map<string, number>();
+  #unsentChanges = 0;
   readonly #subscriber: RedisClient;
   readonly #publisher: RedisClient;
   readonly #timing: InvalidationTiming;
@@ -92,11 +103,14 @@ export class RedisInvalidations implements Invalidations {
 
   async changed(topic: string, key: string): Promise<void> {
     this.#invalidate(topic, key);
+    const message = JSON.stringify([topic, key]);
     try {
-      await this.#publisher.publish(CHANNEL, JSON.stringify([topic, key]));
+      await this.#publisher.publish(CHANNEL, message);
     } catch (error) {
-      // The write is committed either way: when Redis is down every subscriber is down too
-      // and bypasses its cache; otherwise the cache TTL bounds how long a missed one lasts.
+      // The write is committed either way. When Redis is down every subscriber is down too
+      // and bypasses its cache; when only this link is, the others would keep serving the old
+      // record, so the message goes again with every heartbeat until Redis takes it.
+      this.#keepUnsent(message);
       this.#onPublishFailure(error as Error);
     }
   }
@@ -129,9 +143,25 @@ export class RedisInvalidations implements Invalidations {
     for (const listener of this.#listeners) listener(FLUSH, FLUSH);
   }
 
+  #keepUnsent(message: string): void {
+    let kept = message;
+    if (this.#unsent.size >= MAX_UNSENT && !this.#unsent.has(message)) {
+      this.#unsent.clear();
+      kept = FLUSH_MESSAGE;
+    }
+    this.#unsent.set(kept, ++this.#unsentChanges);
+  }
+
   #beat(): void {
+    if (this.#closed) return;
+    for (const [message, change] of this.#unsent) {
+      this.#publisher.publish(CHANNEL, message).then(
+        () => this.#unsent.get(message) === change && this.#unsent.delete(message),
+        () => {},
+      );
+    }
     // A lost heartbeat is what the overdue check is for; logging each would flood an outage.
-    if (!this.#closed) this.#publisher.publish(CHANNEL, HEARTBEAT).catch(() => {});
+    this.#publisher.publish(CHANNEL, HEARTBEAT).catch(() => {});
   }
 }
 
