@@ -10,6 +10,7 @@ import { compareAccounts } from '../../src/stores/account-rules.ts';
 import { MemoryAccountStore } from '../../src/stores/memory/index.ts';
 import { ensureIndexes } from '../../src/stores/mongo/index.ts';
 import type { Account, AccountQuery, AccountStore } from '../../src/stores/types.ts';
+import { accountRecord } from '../support/accounts.ts';
 import {
   type MongoTestDatabase,
   mongoSkipped,
@@ -35,19 +36,7 @@ let seq = 0;
 function account(identity: string, overrides: Partial<Account> = {}): Account {
   // Distinct, increasing timestamps unless a test wants ties.
   const at = new Date(Date.UTC(2024, 0, 1) + ++seq * 1000);
-  return {
-    id: randomUUID(),
-    identity,
-    passwordHash: `$2b$10$hash-of-${identity}`,
-    firstName: null,
-    lastName: null,
-    status: 'active',
-    roles: [],
-    sessionKey: '',
-    createdAt: at,
-    updatedAt: at,
-    ...overrides,
-  };
+  return accountRecord({ identity, passwordHash: `$2b$10$hash-of-${identity}`, ...overrides }, at);
 }
 
 /** `separateConnections`: the backend is shared by processes, so races across connections are tested too. */

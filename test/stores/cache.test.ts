@@ -10,7 +10,8 @@ import { cachedAccounts, cachedClients } from '../../src/stores/cache/cached-sto
 import { FLUSH, type Invalidations, RedisInvalidations } from '../../src/stores/cache/invalidation.ts';
 import { MemoryAccountStore, MemoryClientStore } from '../../src/stores/memory/index.ts';
 import { connectRedis } from '../../src/stores/redis/connect.ts';
-import type { Account, AccountStore } from '../../src/stores/types.ts';
+import type { AccountStore } from '../../src/stores/types.ts';
+import { accountRecord } from '../support/accounts.ts';
 import { type Backend, onPath, startRedis } from '../support/backends.ts';
 import { eventually } from '../support/eventually.ts';
 
@@ -33,27 +34,23 @@ class FakeChannel implements Invalidations {
   }
 }
 
-function account(overrides: Partial<Account> = {}): Account {
-  const at = new Date();
-  return {
-    id: randomUUID(),
-    identity: `${randomUUID()}@example.com`,
-    passwordHash: 'x',
-    firstName: null,
-    lastName: null,
-    status: 'active',
-    roles: [],
-    sessionKey: '',
-    createdAt: at,
-    updatedAt: at,
-    ...overrides,
-  };
-}
+const account = accountRecord;
 
-/** A memory store that counts its reads by id, and can hold one read until released. */
+/** A memory store that counts its reads by id, and can hold its reads until released. */
 function countingStore() {
   const store = new MemoryAccountStore();
-  const counter = { reads: 0, hold: undefined as Promise<void> | undefined };
+  const counter = {
+    reads: 0,
+    hold: undefined as Promise<void> | undefined,
+    /** Reads from now on wait, after loading, until the function returned is called. */
+    holdReads(): () => void {
+      let release = () => {};
+      counter.hold = new Promise((resolve) => {
+        release = resolve;
+      });
+      return release;
+    },
+  };
   const findById = store.findById.bind(store);
   store.findById = async (id) => {
     counter.reads++;
@@ -136,10 +133,7 @@ describe('account cache', () => {
     const { store, counter, channel, cached } = setUp();
     const a = account();
     await store.create(a);
-    let release = () => {};
-    counter.hold = new Promise((resolve) => {
-      release = resolve;
-    });
+    const release = counter.holdReads();
     const loading = cached.findById(a.id);
     await new Promise((resolve) => setImmediate(resolve));
     // The write lands and its message arrives while the old value is on its way back.
@@ -173,10 +167,7 @@ describe('account cache', () => {
     const { store, counter, channel, cached } = setUp();
     const a = account();
     await store.create(a);
-    let release = () => {};
-    counter.hold = new Promise((resolve) => {
-      release = resolve;
-    });
+    const release = counter.holdReads();
     const loading = cached.findById(a.id);
     await new Promise((resolve) => setImmediate(resolve));
     channel.live = false;

@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import { BackendUnavailable } from '../../src/errors.ts';
 import { openStores } from '../../src/stores/open.ts';
 import type { Account, RefreshTokenGrant, Stores } from '../../src/stores/types.ts';
+import { accountRecord } from '../support/accounts.ts';
 import {
   type Backend,
   freePort,
@@ -82,19 +83,7 @@ function refreshTokenGrant(): RefreshTokenGrant {
 }
 
 function account(identity: string): Account {
-  const now = new Date();
-  return {
-    id: randomUUID(),
-    identity,
-    passwordHash: 'x',
-    firstName: null,
-    lastName: null,
-    status: 'active',
-    roles: [],
-    sessionKey: '',
-    createdAt: now,
-    updatedAt: now,
-  };
+  return accountRecord({ identity });
 }
 
 describe('Redis outage', {

@@ -1,0 +1,19 @@
+import { randomUUID } from 'node:crypto';
+import type { Account } from '../../src/stores/types.ts';
+
+/** An active account record without roles, as a store holds it, with `overrides` applied. */
+export function accountRecord(overrides: Partial<Account> = {}, at = new Date()): Account {
+  return {
+    id: randomUUID(),
+    identity: `${randomUUID()}@example.com`,
+    passwordHash: 'x',
+    firstName: null,
+    lastName: null,
+    status: 'active',
+    roles: [],
+    sessionKey: '',
+    createdAt: at,
+    updatedAt: at,
+    ...overrides,
+  };
+}
