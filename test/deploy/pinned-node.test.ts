@@ -56,7 +56,7 @@ describe('the pinned Node.js', { skip }, () => {
   const scratch = mkdtempSync(join(tmpdir(), 'pinned-node-'));
   after(() => rmSync(scratch, { recursive: true, force: true }));
 
-  test('npm start serves with the machine’s older Node.js first on PATH', async () => {
+  test('npm start serves with the machine’s older Node.js first on PATH, and SIGTERM to npm stops it', async () => {
     const port = await freePort();
     const child = spawn('npm', ['start'], {
       cwd: REPO_ROOT,
@@ -69,7 +69,7 @@ describe('the pinned Node.js', { skip }, () => {
         MONGODB_URL: '',
         REDIS_URL: '',
       }),
-      // Its own process group, so that npm, the primary and its worker are stopped together.
+      // Its own process group, so that a failed test stops npm, the primary and its worker together.
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -82,6 +82,11 @@ describe('the pinned Node.js', { skip }, () => {
         waitForHttp(`http://127.0.0.1:${port}/`, { timeoutMs: 60_000 }),
         exited.then(() => assert.fail(`npm start exited:\n${output}`)),
       ]);
+      // What a process manager does: signal the process it started, npm, and nothing else.
+      child.kill('SIGTERM');
+      await exited;
+      assert.match(output, /SIGTERM received/, 'the signal reached the service through npm');
+      await assert.rejects(fetch(`http://127.0.0.1:${port}/`), 'nothing answers once npm has exited');
     } finally {
       try {
         process.kill(-(child.pid ?? 0), 'SIGTERM');
