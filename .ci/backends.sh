@@ -13,11 +13,14 @@ _backends_log() { echo "[backends] $*" >&2; }
 # True when something accepts TCP connections on 127.0.0.1:$1.
 _backends_port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# A free port below Linux's ephemeral range (32768 and up), where no outgoing connection can
+# take it between this check and the server's bind. With an offset (a Redis Cluster node's bus
+# listens on its port + 10000), that port must be free and below the range too.
 _backends_free_port() {
-  local port
+  local offset=${1:-0} port
   for _ in $(seq 1 200); do
-    port=$((20000 + RANDOM % 40000))
-    if ! _backends_port_open "$port"; then
+    port=$((10000 + RANDOM % (22768 - offset)))
+    if ! _backends_port_open "$port" && { [ "$offset" -eq 0 ] || ! _backends_port_open $((port + offset)); }; then
       echo "$port"
       return 0
     fi
@@ -75,17 +78,23 @@ _backends_build_ferretdb() {
   case ":$PATH:" in *":$bin:"*) ;; *) export PATH="$bin:$PATH" ;; esac
 }
 
+# The servers to stop, one pid a line in a file: servers started inside a command
+# substitution (`port=$(...)`, a subshell) could not add to a shell variable.
+_backends_track() {
+  echo "$1" >>"$BACKENDS_DIR/pids"
+}
+
 stop_backends() {
-  local pid
-  for pid in ${BACKENDS_PIDS:-}; do
+  local pid pids=""
+  [ -n "${BACKENDS_DIR:-}" ] && [ -f "$BACKENDS_DIR/pids" ] && pids=$(cat "$BACKENDS_DIR/pids")
+  for pid in $pids; do
     kill "$pid" 2>/dev/null || true
   done
-  for pid in ${BACKENDS_PIDS:-}; do
+  for pid in $pids; do
     # Wait (bounded) so the data dir can be removed after the process let go of it.
     for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
   done
-  BACKENDS_PIDS=""
   [ -n "${BACKENDS_DIR:-}" ] && rm -rf "$BACKENDS_DIR"
   BACKENDS_DIR=""
 }
@@ -99,14 +108,13 @@ start_backends() {
   _backends_build_ferretdb || { _backends_log "cannot build FerretDB"; return 1; }
 
   BACKENDS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/backends.XXXXXX")
-  BACKENDS_PIDS=""
   mkdir -p "$BACKENDS_DIR/redis" "$BACKENDS_DIR/ferretdb"
 
   local redis_port ferret_port
   redis_port=$(_backends_free_port) || return 1
   redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no \
     --dir "$BACKENDS_DIR/redis" >"$BACKENDS_DIR/redis.log" 2>&1 &
-  BACKENDS_PIDS="$BACKENDS_PIDS $!"
+  _backends_track $!
   _backends_wait_port "$redis_port" "$!" redis || return 1
 
   ferret_port=$(_backends_free_port) || return 1
@@ -115,7 +123,7 @@ start_backends() {
   ferretdb --handler=sqlite --sqlite-url="file:$BACKENDS_DIR/ferretdb/" \
     --state-dir="$BACKENDS_DIR/ferretdb" --listen-addr="127.0.0.1:$ferret_port" \
     --debug-addr=- --telemetry=disable --log-level=warn >"$BACKENDS_DIR/ferretdb.log" 2>&1 &
-  BACKENDS_PIDS="$BACKENDS_PIDS $!"
+  _backends_track $!
   _backends_wait_port "$ferret_port" "$!" ferretdb || return 1
 
   export REDIS_URL="redis://127.0.0.1:$redis_port"
@@ -126,17 +134,24 @@ start_backends() {
   _backends_start_redis_sentinel || return 1
 }
 
-# Starts redis-server on a free port with extra arguments; prints the port.
+# Starts redis-server on a free port with extra arguments; prints the port. Another program
+# may still take the port first: then it tries again on another one.
 _backends_redis_on_free_port() {
-  local name=$1 port
+  local name=$1 port offset=0
   shift
-  port=$(_backends_free_port) || return 1
-  mkdir -p "$BACKENDS_DIR/$name"
-  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
-    --dir "$BACKENDS_DIR/$name" "$@" >"$BACKENDS_DIR/$name.log" 2>&1 &
-  BACKENDS_PIDS="$BACKENDS_PIDS $!"
-  _backends_wait_port "$port" "$!" "$name" >&2 || return 1
-  echo "$port"
+  case " $* " in *" --cluster-enabled yes "*) offset=10000 ;; esac
+  for _ in 1 2 3; do
+    rm -rf "${BACKENDS_DIR:?}/$name" && mkdir -p "$BACKENDS_DIR/$name"
+    port=$(_backends_free_port "$offset") || return 1
+    redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+      --dir "$BACKENDS_DIR/$name" "$@" >"$BACKENDS_DIR/$name.log" 2>&1 &
+    _backends_track $!
+    if _backends_wait_port "$port" "$!" "$name" >&2; then
+      echo "$port"
+      return 0
+    fi
+  done
+  return 1
 }
 
 # Waits (bounded) until `redis-cli -p $1 $2...` prints something matching the last argument.
@@ -180,7 +195,7 @@ _backends_start_redis_sentinel() {
       "sentinel down-after-milliseconds tokenservice 1000" \
       "sentinel failover-timeout tokenservice 5000" >"$conf"
     redis-server "$conf" --sentinel >"$BACKENDS_DIR/sentinel$n.log" 2>&1 &
-    BACKENDS_PIDS="$BACKENDS_PIDS $!"
+    _backends_track $!
     _backends_wait_port "$port" "$!" "sentinel$n" || return 1
     sentinels+=("$port")
   done
