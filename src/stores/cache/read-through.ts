@@ -2,6 +2,8 @@
  * A bounded read-through cache of one kind of record (LRU, with a TTL as the safety net for a
  * missed invalidation), answering only while its invalidation channel is live.
  */
+
+import { copyRecord } from '../record-copy.ts';
 import { FLUSH, type Invalidations } from './invalidation.ts';
 
 export interface CacheBounds {
@@ -9,7 +11,7 @@ export interface CacheBounds {
   ttlMs: number;
 }
 
-export class ReadThrough<T> {
+export class ReadThrough<T extends object> {
   /** Map order is insertion order: re-inserting on a hit keeps the least recently used first. */
   readonly #entries = new Map<string, { value: T; expiresAt: number }>();
 
@@ -34,13 +36,13 @@ export class ReadThrough<T> {
     if (hit && hit.expiresAt > Date.now()) {
       this.#entries.set(key, hit);
       // Like every store, a copy: a caller that changes what it read changes no other reader's.
-      return structuredClone(hit.value);
+      return copyRecord(hit.value);
     }
     // An invalidation that arrives while the load runs may describe a change the load missed.
     const seen = this.#invalidations.sequence;
     const value = await load();
     if (value !== null && this.#invalidations.live && this.#invalidations.sequence === seen) {
-      this.#entries.set(key, { value: structuredClone(value), expiresAt: Date.now() + this.#bounds.ttlMs });
+      this.#entries.set(key, { value: copyRecord(value), expiresAt: Date.now() + this.#bounds.ttlMs });
       if (this.#entries.size > this.#bounds.size)
         this.#entries.delete(this.#entries.keys().next().value as string);
     }

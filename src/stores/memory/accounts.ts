@@ -1,5 +1,6 @@
 import { DuplicateIdentity } from '../../errors.ts';
 import { compareAccounts, identityKey } from '../account-rules.ts';
+import { copyRecord } from '../record-copy.ts';
 import type {
   Account,
   AccountChanges,
@@ -27,7 +28,7 @@ export class MemoryAccountStore implements AccountStore {
     const key = identityKey(account.identity);
     if (this.#idByKey.has(key)) throw new DuplicateIdentity(account.identity);
     this.#idByKey.set(key, account.id);
-    this.#byId.set(account.id, structuredClone(account));
+    this.#byId.set(account.id, copyRecord(account));
   }
 
   async createIfAbsent(account: Account): Promise<boolean> {
@@ -40,7 +41,7 @@ export class MemoryAccountStore implements AccountStore {
     const current = this.#byId.get(id);
     if (!current) return null;
     const oldKey = identityKey(current.identity);
-    const next: Account = { ...current, ...structuredClone(changes) };
+    const next: Account = { ...current, ...copyRecord(changes) };
     const newKey = identityKey(next.identity);
     if (newKey !== oldKey) {
       if (this.#idByKey.has(newKey)) throw new DuplicateIdentity(next.identity);
@@ -65,7 +66,7 @@ export class MemoryAccountStore implements AccountStore {
       .sort((a, b) => compareAccounts(a, b, query.sort, query.order));
     const start = (query.page - 1) * query.limit;
     return {
-      items: matching.slice(start, start + query.limit).map((a) => structuredClone(a)),
+      items: matching.slice(start, start + query.limit).map((a) => copyRecord(a)),
       total: matching.length,
     };
   }
@@ -82,5 +83,5 @@ export class MemoryAccountStore implements AccountStore {
 }
 
 function copy(account: Account | undefined): Account | null {
-  return account ? structuredClone(account) : null;
+  return account ? copyRecord(account) : null;
 }

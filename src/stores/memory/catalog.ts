@@ -1,3 +1,4 @@
+import { copyRecord } from '../record-copy.ts';
 import type { ClientChanges, ClientStore, OAuthClient, Scope, ScopeStore } from '../types.ts';
 
 export class MemoryClientStore implements ClientStore {
@@ -5,18 +6,18 @@ export class MemoryClientStore implements ClientStore {
 
   async findByName(name: string): Promise<OAuthClient | null> {
     const client = this.#byName.get(name);
-    return client ? structuredClone(client) : null;
+    return client ? copyRecord(client) : null;
   }
 
   async list(): Promise<OAuthClient[]> {
     return [...this.#byName.values()]
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-      .map((client) => structuredClone(client));
+      .map((client) => copyRecord(client));
   }
 
   async createIfAbsent(client: OAuthClient): Promise<boolean> {
     if (this.#byName.has(client.name)) return false;
-    this.#byName.set(client.name, structuredClone(client));
+    this.#byName.set(client.name, copyRecord(client));
     return true;
   }
 
@@ -24,12 +25,12 @@ export class MemoryClientStore implements ClientStore {
     const client = this.#byName.get(name);
     if (!client) return null;
     // Only the changeable fields, as the MongoDB store writes them.
-    const { secretDigest, redirectUris, grants, updatedAt } = structuredClone(changes);
+    const { secretDigest, redirectUris, grants, updatedAt } = copyRecord(changes);
     if (secretDigest !== undefined) client.secretDigest = secretDigest;
     if (redirectUris !== undefined) client.redirectUris = redirectUris;
     if (grants !== undefined) client.grants = grants;
     if (updatedAt !== undefined) client.updatedAt = updatedAt;
-    return structuredClone(client);
+    return copyRecord(client);
   }
 
   async delete(name: string): Promise<boolean> {
