@@ -16,6 +16,12 @@ export type TokenSubject = { kind: AccountKind; id: string } | { kind: 'client';
 export interface AccessTokenClaims {
   subject: TokenSubject;
   clientId: string;
+  /**
+   * The id of the client's registration (claim `client_rid`): a client deleted and registered
+   * again under the same `client_id` is another registration, which the old tokens do not name.
+   * Absent from tokens issued before the claim existed.
+   */
+  clientRegistration?: string;
   scope: string;
   /** The credential stamp of an account subject (see accounts/sessions.ts); none for clients. */
   credentialStamp?: string;
@@ -66,6 +72,7 @@ export function createAccessTokenService(options: {
     const { privateKey, kid } = keys.signingKey();
     const token = await new SignJWT({
       client_id: claims.clientId,
+      client_rid: claims.clientRegistration,
       scope: claims.scope,
       kind: claims.subject.kind,
       ...(claims.credentialStamp === undefined ? {} : { cst: claims.credentialStamp }),
@@ -113,10 +120,11 @@ export function createAccessTokenService(options: {
     } catch (error) {
       throw error instanceof InvalidToken ? error : new InvalidToken(reasonFor(error));
     }
-    const { sub, client_id: clientId, scope, kind, exp, iat, cst } = payload;
+    const { sub, client_id: clientId, client_rid: clientRegistration, scope, kind, exp, iat, cst } = payload;
     if (
       typeof sub !== 'string' ||
       typeof iat !== 'number' ||
+      (clientRegistration !== undefined && typeof clientRegistration !== 'string') ||
       typeof clientId !== 'string' ||
       typeof scope !== 'string' ||
       !isSubjectKind(kind) ||
@@ -128,6 +136,7 @@ export function createAccessTokenService(options: {
     const claims: VerifiedAccessToken = Object.freeze({
       subject: Object.freeze({ kind, id: sub }),
       clientId,
+      ...(typeof clientRegistration === 'string' ? { clientRegistration } : {}),
       scope,
       issuedAt: iat,
       ...(typeof cst === 'string' ? { credentialStamp: cst } : {}),

@@ -249,8 +249,6 @@ for (const backend of backends())
       assert.equal(read.status, 401);
       assert.match(String(read.headers.get('www-authenticate')), /error="invalid_token"/);
 
-      // A registration is dated to the second: one in a later second than the first tokens.
-      await new Promise((resolve) => setTimeout(resolve, 1000));
       const again = await signIn(
         String((await confidential(name, ['password', 'refresh_token'])).body.secret),
       );

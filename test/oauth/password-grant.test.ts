@@ -49,6 +49,7 @@ for (const backend of backends()) {
       assert.equal(claims.client_id, 'frontend');
       assert.equal(claims.scope, 'api');
       assert.equal(claims.kind, 'user');
+      assert.match(String(claims.client_rid), /^[0-9a-f]{8}-[0-9a-f]{4}-/, 'the registration of the client');
       assert.equal(Number(claims.exp) - Number(claims.iat), 86400);
     });
 

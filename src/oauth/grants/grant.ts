@@ -76,6 +76,7 @@ export async function issueTokens(
   const access = await deps.accessTokens.issueAccessToken({
     subject,
     clientId: client.name,
+    clientRegistration: client.id,
     scope,
     credentialStamp,
   });
