@@ -22,15 +22,18 @@ export function isSecretName(name: string): boolean {
   );
 }
 
-/** A form or query key as its sender meant it: `pass%77ord` is `password`. */
+/**
+ * A form or query key as its sender meant it: `pass%77ord` is `password`. Each `%XX` becomes
+ * one character; unlike decodeURIComponent this never throws, which made text full of
+ * malformed escapes forty times slower to scrub than any other.
+ */
 function percentDecoded(name: string): string {
-  if (!name.includes('%')) return name;
-  try {
-    return decodeURIComponent(name);
-  } catch {
-    return name;
-  }
+  return name.includes('%')
+    ? name.replace(PERCENT_ESCAPE, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
+    : name;
 }
+
+const PERCENT_ESCAPE = /%([0-9A-Fa-f]{2})/g;
 
 const MAX_DEPTH = 12;
 
@@ -48,7 +51,7 @@ export function scrubSecrets(value: unknown): unknown {
  * HTTP or database client, or in an error report: a credential after `Bearer`/`Basic`, and
  * the value of every secret-named key in JSON (`"password":"..."`, `'password': '...'`),
  * form or query (`password=...`, also percent-encoded) and header (`Authorization: ...`,
- * `Cookie: ...`) syntax, and the password of a URL (`redis://user:password@host`).
+ * `Cookie: ...`) syntax, and the credentials of a URL (`redis://user:password@host`).
  *
  * Linear in the text, which anyone can send in an error report: a hand-written scan instead
  * of a regex with overlapping quantifiers, looking back at most a bounded key length from
@@ -56,7 +59,7 @@ export function scrubSecrets(value: unknown): unknown {
  */
 export function scrubText(text: string): string {
   return scrubKeyedValues(
-    text.replace(CREDENTIAL_AFTER_SCHEME, `$1 ${REDACTED}`).replace(PASSWORD_IN_URL, `$1:${REDACTED}@`),
+    text.replace(CREDENTIAL_AFTER_SCHEME, `$1 ${REDACTED}`).replace(CREDENTIALS_IN_URL, `://${REDACTED}@`),
   );
 }
 
@@ -64,11 +67,13 @@ export function scrubText(text: string): string {
 const CREDENTIAL_AFTER_SCHEME = /\b(Bearer|Basic)\s+[\w.~+/=-]{6,}/gi;
 
 /**
- * The password of `scheme://user:password@host`, as a driver's message may quote its
- * connection string. A match starts only at `://` and neither part crosses a `/`, so the
- * stretches it tries from one `://` and the next never overlap.
+ * The credentials of `scheme://user:password@host` (or `scheme://token@host`), as a
+ * driver's message may quote its connection string. The password runs to the last `@` before
+ * the host, as URL parsers read it, so an unencoded `@`, `#` or `?` in it is blanked too. A
+ * match starts only at `://` and neither part crosses a `/` or a blank, so the stretches tried
+ * from one `://` and from the next never overlap: linear in the text.
  */
-const PASSWORD_IN_URL = /(:\/\/[^\s/@:'"?#]*):[^\s/@'"?#]*@/g;
+const CREDENTIALS_IN_URL = /:\/\/[^\s/@:'"?#]*(?::[^\s/'"]*)?@/g;
 
 /** Longer names are not the keys this looks for; the bound keeps the look-back constant. */
 const MAX_KEY_LENGTH = 64;

@@ -24,12 +24,15 @@ describe('scrubText', () => {
       ['user%5Bpassword%5D=hunter2&x=1', `user%5Bpassword%5D=${REDACTED}&x=1`],
       [
         'connect to redis://:s3cret@10.0.0.1:6379 failed',
-        `connect to redis://:${REDACTED}@10.0.0.1:6379 failed`,
+        `connect to redis://${REDACTED}@10.0.0.1:6379 failed`,
       ],
       [
         'mongodb://app:p%40ss@h1,h2/db?replicaSet=rs0 and https://u:p@x.test/',
-        `mongodb://app:${REDACTED}@h1,h2/db?replicaSet=rs0 and https://u:${REDACTED}@x.test/`,
+        `mongodb://${REDACTED}@h1,h2/db?replicaSet=rs0 and https://${REDACTED}@x.test/`,
       ],
+      ['mongodb://app:p@ss@h1/db', `mongodb://${REDACTED}@h1/db`],
+      ['redis://:ab#cd?e@host:6379', `redis://${REDACTED}@host:6379`],
+      ['clone https://ghp_abc123@github.com/x failed', `clone https://${REDACTED}@github.com/x failed`],
     ];
     for (const [text, scrubbed] of cases) assert.equal(scrubText(text), scrubbed, text);
   });
@@ -41,6 +44,7 @@ describe('scrubText', () => {
       '"username":"someone"',
       'at f (file.ts:10:5)',
       'see https://example.com:8443/path?a=b@c and mailto:someone@example.com',
+      'http://x.test?a=b@c',
       '100%25 of a=%zz',
     ]) {
       assert.equal(scrubText(text), text);
@@ -63,6 +67,11 @@ describe('scrubText', () => {
       megabyte('a://b:'),
       megabyte('://:'),
       megabyte('%70assword='),
+      megabyte('%:'),
+      megabyte('x%:'),
+      megabyte('%E0:'),
+      megabyte('://a:@'),
+      `://a:${'x'.repeat(1_000_000)}`,
     ];
     for (const text of adversarial) {
       const started = performance.now();
