@@ -54,6 +54,8 @@ export class RedisInvalidations implements Invalidations {
    */
   readonly #unsent = new Map<string, number>();
   #unsentChanges = 0;
+  /** Messages being sent again right now: a slow send is not doubled by the next heartbeat. */
+  readonly #resending = new Set<string>();
   readonly #subscriber: RedisClient;
   readonly #publisher: RedisClient;
   readonly #timing: InvalidationTiming;
@@ -110,14 +112,21 @@ export class RedisInvalidations implements Invalidations {
       // The write is committed either way. When Redis is down every subscriber is down too
       // and bypasses its cache; when only this link is, the others would keep serving the old
       // record, so the message goes again with every heartbeat until Redis takes it.
-      this.#keepUnsent(message);
+      if (!this.#closed) this.#keepUnsent(message);
       this.#onPublishFailure(error as Error);
     }
   }
 
+  /** Sends what is still waiting once more (each send bounded by the command timeout), then stops. */
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#heartbeat);
+    await Promise.all([...this.#unsent].map(([message, change]) => this.#resend(message, change)));
+    if (this.#unsent.size > 0) {
+      this.#onPublishFailure(
+        new Error(`${this.#unsent.size} cache invalidation(s) never published; the 30 s re-read bounds them`),
+      );
+    }
     await this.#subscriber.quit().catch(() => this.#subscriber.disconnect());
   }
 
@@ -152,13 +161,22 @@ export class RedisInvalidations implements Invalidations {
     this.#unsent.set(kept, ++this.#unsentChanges);
   }
 
+  async #resend(message: string, change: number): Promise<void> {
+    this.#resending.add(message);
+    try {
+      await this.#publisher.publish(CHANNEL, message);
+      if (this.#unsent.get(message) === change) this.#unsent.delete(message);
+    } catch {
+      // Still unsent: the next heartbeat tries again.
+    } finally {
+      this.#resending.delete(message);
+    }
+  }
+
   #beat(): void {
     if (this.#closed) return;
     for (const [message, change] of this.#unsent) {
-      this.#publisher.publish(CHANNEL, message).then(
-        () => this.#unsent.get(message) === change && this.#unsent.delete(message),
-        () => {},
-      );
+      if (!this.#resending.has(message)) void this.#resend(message, change);
     }
     // A lost heartbeat is what the overdue check is for; logging each would flood an outage.
     this.#publisher.publish(CHANNEL, HEARTBEAT).catch(() => {});
