@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { PasswordHasher } from './accounts/password-hasher.ts';
-import type { Config } from './config.ts';
+import { type Config, ConfigError } from './config.ts';
 import { createAuthenticator } from './http/authenticate.ts';
 import { createRequestHandler } from './http/pipeline.ts';
 import type { AnyRoute } from './http/route.ts';
@@ -8,7 +8,7 @@ import { routeTable } from './http/routes/index.ts';
 import { createErrorLogger } from './logging/error-log.ts';
 import { seed } from './seed.ts';
 import { openServices } from './services.ts';
-import type { Stores } from './stores/types.ts';
+import { GRANT_TYPES, type Stores } from './stores/types.ts';
 
 export interface Application {
   server: Server;
@@ -32,6 +32,7 @@ export async function createApplication(
     extraRoutes?: readonly AnyRoute[];
   },
 ): Promise<Application> {
+  assertConfiguredRoutesExist(config);
   const services = await openServices(config, { log: options.log, hashThreads: options.hashThreads });
   const created = await seed(services.stores, services.passwords);
   if (created.length > 0) options.log(`Seeded ${created.join(', ')}`);
@@ -72,4 +73,22 @@ function requestFacts(
   route: AnyRoute | undefined,
 ): { method: string | undefined; path: string } {
   return { method: req.method, path: route?.path ?? (req.url ?? '').split('?')[0] ?? '' };
+}
+
+/**
+ * A route name in CONFIG_FILE that names no route (`npm run cli -- route:list` lists them)
+ * would be ignored without a word. Any route counts, including those of grants switched off.
+ */
+function assertConfiguredRoutesExist(config: Config): void {
+  const known = new Set(routeTable(new Set(GRANT_TYPES)).map((route) => route.name));
+  for (const [member, routes] of [
+    ['responseHeaders', Object.keys(config.responseHeaders)],
+    ['deprecations', Object.keys(config.deprecations)],
+  ] as const) {
+    const unknown = routes.find(
+      (route) => !known.has(route) && !(route === '*' && member === 'responseHeaders'),
+    );
+    if (unknown !== undefined)
+      throw new ConfigError('CONFIG_FILE', `${member}.${unknown}: no route has this name (see route:list)`);
+  }
 }

@@ -563,11 +563,7 @@ function responseHeaders(file: ConfigFile): Config['responseHeaders'] {
   for (const [route, headers] of Object.entries(file.responseHeaders ?? {})) {
     for (const [name, value] of Object.entries(headers)) {
       // RFC 9110 §5.1 token names and §5.5 field values: a bad one would fail every response.
-      if (
-        typeof value !== 'string' ||
-        !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) ||
-        !/^[\t\x20-\x7e\x80-\xff]*$/.test(value)
-      ) {
+      if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) || !/^[\t\x20-\x7e\x80-\xff]*$/.test(value)) {
         throw new ConfigError(
           'CONFIG_FILE',
           `responseHeaders.${route}.${name} must be a header name with a printable string value`,
@@ -804,7 +800,9 @@ function jsonFile(): ValueKind<ConfigFile> {
       }
       const errors = configFileShape.errors(parsed);
       if (errors) {
-        const [member, messages] = Object.entries(errors)[0] ?? ['', []];
+        const [path, messages] = Object.entries(errors)[0] ?? ['', []];
+        // The path is a JSON Pointer's: `/` and `~` in a member's name come escaped.
+        const member = path.replaceAll('~1', '/').replaceAll('~0', '~');
         throw new ConfigError(name, `${member}: ${messages.join('; ')}`);
       }
       return parsed as ConfigFile;

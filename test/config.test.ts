@@ -1,20 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { parseRedisUrl, type RedisTarget } from '../src/stores/redis/url.ts';
+import { configFile } from './support/config-file.ts';
 
 const pkg = { name: 'svc', version: '9.9.9' };
-
-/** A CONFIG_FILE holding `contents`, in a directory of its own. */
-function configFile(contents: object): string {
-  const file = join(mkdtempSync(join(tmpdir(), 'cfg-')), 'config.json');
-  writeFileSync(file, JSON.stringify(contents));
-  return file;
-}
 
 describe('configuration', () => {
   test('the defaults are the documented ones', () => {
@@ -72,6 +63,7 @@ describe('configuration', () => {
     [{ cors: { maxage: 600 } }, 'cors.maxage'],
     [{ responseHeader: {} }, 'responseHeader'],
     [{ responseHeaders: { '*': { 'X-Frame-Options': 1 } } }, 'responseHeaders.*.X-Frame-Options'],
+    [{ responseHeaders: { 'a/b~c': { 'X-A': null } } }, 'responseHeaders.a/b~c.X-A'],
     [{ deprecations: { home: { since: '2025-01-01' } } }, 'deprecations.home.sunset'],
     [
       { deprecations: { home: { since: '2025-01-01', sunset: '2099-01-01', link: 'http://[' } } },

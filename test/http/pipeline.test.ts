@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { ConfigError } from '../../src/config.ts';
+import { configFile } from '../support/config-file.ts';
 import { FRONTEND_CLIENT, request, SEEDED_USER } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -160,14 +162,9 @@ describe('HTTP pipeline', () => {
 
 describe('configured response headers', () => {
   test('per route name, with * for all routes', async () => {
-    const { writeFileSync, mkdtempSync } = await import('node:fs');
-    const { join } = await import('node:path');
-    const { tmpdir } = await import('node:os');
-    const file = join(mkdtempSync(join(tmpdir(), 'cfg-')), 'config.json');
-    writeFileSync(
-      file,
-      JSON.stringify({ responseHeaders: { '*': { 'X-Frame-Options': 'DENY' }, home: { 'X-Home': 'yes' } } }),
-    );
+    const file = configFile({
+      responseHeaders: { '*': { 'X-Frame-Options': 'DENY' }, home: { 'X-Home': 'yes' } },
+    });
     const server = await startTestServer({ env: { CONFIG_FILE: file } });
     try {
       const home = await request(server.url, 'GET', '/');
@@ -181,4 +178,20 @@ describe('configured response headers', () => {
       await server.close();
     }
   });
+
+  for (const [contents, member] of [
+    [
+      { responseHeaders: { 'security::generate_token': { 'X-A': '1' } } },
+      'responseHeaders.security::generate_token',
+    ],
+    [{ deprecations: { '*': { since: '2025-01-01', sunset: '2099-01-01', link: '/' } } }, 'deprecations.*'],
+  ] as const) {
+    test(`a route name no route has stops the start: ${member}`, async () => {
+      await assert.rejects(
+        startTestServer({ env: { CONFIG_FILE: configFile(contents) } }),
+        (error: unknown) =>
+          error instanceof ConfigError && error.message.includes(`CONFIG_FILE ${member}: no route`),
+      );
+    });
+  }
 });

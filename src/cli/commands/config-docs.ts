@@ -141,13 +141,14 @@ function configFileSection(): string {
     responseHeaders:
       'headers per route name (`npm run cli -- route:list` shows the names), `"*"` for every route. ' +
       `They are added over the defaults ${defaults.join(', ')}; a route's own entry wins over \`*\`. ` +
-      'A name that is not an HTTP token, or a value that is not printable text, stops the start.',
+      'A name that is not an HTTP token, a value that is not printable text, or a route name no ' +
+      'route has, stops the start.',
     'cors.maxAge': `seconds browsers may cache a CORS preflight, a whole number from 0 to ${MAX_CORS_MAX_AGE} (default \`${DEFAULT_CORS_MAX_AGE}\`).`,
     deprecations:
       'per route name, `since` and `sunset` (dates; the sunset not before `since`) and `link` ' +
       "(resolved against `APP_URL`). The route's answers then carry `Deprecation`, `Sunset` and " +
       `\`Link: <link>; rel="sunset"\`. Built in, as a demonstration: ${builtIn.join(', ')}; an ` +
-      'entry of the same name replaces it.',
+      'entry of the same name replaces it. A route name no route has stops the start.',
   };
   return [
     `## ${CONFIG_FILE_TITLE}`,
