@@ -33,15 +33,11 @@ class CachedAccountStore implements AccountStore {
   createIfAbsent(account: Parameters<AccountStore['createIfAbsent']>[0]) {
     return this.#store.createIfAbsent(account);
   }
-  async update(id: string, changes: Parameters<AccountStore['update']>[1]) {
-    const updated = await this.#store.update(id, changes);
-    await this.#byId.changed(id);
-    return updated;
+  update(id: string, changes: Parameters<AccountStore['update']>[1]) {
+    return this.#byId.write(id, () => this.#store.update(id, changes));
   }
-  async delete(id: string) {
-    const deleted = await this.#store.delete(id);
-    await this.#byId.changed(id);
-    return deleted;
+  delete(id: string) {
+    return this.#byId.write(id, () => this.#store.delete(id));
   }
   list(query: Parameters<AccountStore['list']>[0]) {
     return this.#store.list(query);
@@ -69,15 +65,11 @@ class CachedClientStore implements ClientStore {
   createIfAbsent(client: Parameters<ClientStore['createIfAbsent']>[0]) {
     return this.#store.createIfAbsent(client);
   }
-  async update(name: string, changes: Parameters<ClientStore['update']>[1]) {
-    const updated = await this.#store.update(name, changes);
-    await this.#byName.changed(name);
-    return updated;
+  update(name: string, changes: Parameters<ClientStore['update']>[1]) {
+    return this.#byName.write(name, () => this.#store.update(name, changes));
   }
-  async delete(name: string) {
-    const deleted = await this.#store.delete(name);
-    await this.#byName.changed(name);
-    return deleted;
+  delete(name: string) {
+    return this.#byName.write(name, () => this.#store.delete(name));
   }
 }
 

@@ -49,8 +49,10 @@ export class ReadThrough<T extends object> {
     return value;
   }
 
-  /** Call after the write committed. */
-  changed(key: string): Promise<void> {
-    return this.#invalidations.changed(this.#topic, key);
+  /** Runs a write of the record under `key`, then, once it committed, tells every node. */
+  async write<R>(key: string, write: () => Promise<R>): Promise<R> {
+    const result = await write();
+    await this.#invalidations.changed(this.#topic, key);
+    return result;
   }
 }
