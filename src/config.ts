@@ -3,9 +3,9 @@ import { availableParallelism } from 'node:os';
 import { type Static, Type } from '@sinclair/typebox';
 import { MongoClient } from 'mongodb';
 import { createClientWhitelist } from './error-report/whitelist.ts';
+import { GRANT_TYPES, type GrantType } from './oauth/model.ts';
 import { DEFAULT_ACCOUNT_CACHE_SIZE } from './stores/cache/cached-stores.ts';
 import { parseRedisUrl } from './stores/redis/url.ts';
-import { GRANT_TYPES, type GrantType } from './stores/types.ts';
 import { compileValidator } from './validation.ts';
 
 /**

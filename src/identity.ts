@@ -1,5 +1,6 @@
+import { type Account, ADMIN_ROLES } from './accounts/model.ts';
 import { AuthenticationRequired, Forbidden } from './errors.ts';
-import { type Account, ADMIN_ROLES, type OAuthClient } from './stores/types.ts';
+import type { OAuthClient } from './oauth/model.ts';
 
 /**
  * Who is calling. A request without an `Authorization` header is a guest. It lives beside the

@@ -3,7 +3,7 @@ import { after, describe, test } from 'node:test';
 import { createPasswordHasher } from '../src/accounts/password-hasher.ts';
 import { seed } from '../src/seed.ts';
 import { openStores } from '../src/stores/open.ts';
-import type { Stores } from '../src/stores/types.ts';
+import type { Stores } from '../src/stores/stores.ts';
 import { uniqueName, withDatabase } from './support/backends.ts';
 
 const mongoUrl = process.env.MONGODB_URL;

@@ -1,6 +1,6 @@
 import { Forbidden } from '../errors.ts';
 import { type Actor, authorize, type Role, rolesOf } from '../identity.ts';
-import type { Account, AccountKind } from '../stores/types.ts';
+import type { Account, AccountKind } from './model.ts';
 
 /**
  * Who may do what to which account. The role lists are what the route table declares as

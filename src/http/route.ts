@@ -2,12 +2,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { AccountFlows } from '../accounts/account-flows.ts';
 import type { AccountManagement } from '../accounts/management.ts';
+import type { AccountKind } from '../accounts/model.ts';
 import type { ErrorReportReceiver } from '../error-report/error-report.ts';
 import type { Identity, Role } from '../identity.ts';
 import type { AuthorizationEndpoint } from '../oauth/authorization.ts';
 import type { ClientManagement } from '../oauth/client-management.ts';
 import type { TokenEndpoint } from '../oauth/token-endpoint.ts';
-import type { AccountKind } from '../stores/types.ts';
 import type { ErrorFormat } from './problem.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';

@@ -1,8 +1,8 @@
 import { type KeyObject, randomUUID } from 'node:crypto';
 import { errors, jwtVerify, SignJWT } from 'jose';
+import type { AccountKind } from '../accounts/model.ts';
 import type { SigningAlgorithm } from '../config.ts';
 import { InvalidToken } from '../errors.ts';
-import type { AccountKind } from '../stores/types.ts';
 
 /** How many verified access tokens a process remembers (about 1 KB each). */
 const VERIFIED_TOKENS_KEPT = 10_000;

@@ -1,5 +1,5 @@
 import { digestOneTimeSecret, isOneTimeSecretShaped, newOneTimeSecret } from '../one-time-secrets.ts';
-import type { AuthorizationCodeGrant, AuthorizationStore } from '../stores/types.ts';
+import type { AuthorizationCodeGrant, AuthorizationStore } from './model.ts';
 import { newFamilyId } from './refresh-token.ts';
 
 /**

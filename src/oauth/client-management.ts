@@ -1,9 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Conflict, NotFound, ValidationFailed } from '../errors.ts';
 import { type Actor, authorize, type Role } from '../identity.ts';
-import type { ClientChanges, ClientStore, ClientType, GrantType, OAuthClient } from '../stores/types.ts';
 import { digestClientSecret } from './client-authentication.ts';
 import type { ClientUpdate, NewClient } from './client-schemas.ts';
+import type { ClientChanges, ClientStore, ClientType, GrantType, OAuthClient } from './model.ts';
 import { redirectUriProblem } from './redirect-uri.ts';
 
 /** Who registers, changes and deletes clients: they decide who may sign people in. */

@@ -1,4 +1,4 @@
-import type { Account, AccountSortField } from './types.ts';
+import type { Account, AccountSortField } from '../accounts/model.ts';
 
 /**
  * The key an identity is unique under and found by. Identities compare without regard to

@@ -21,7 +21,7 @@ import { RedisAuthorizationStore } from './redis/authorizations.ts';
 import type { RedisClient } from './redis/connect.ts';
 import { connectRedis, isRedisOutage } from './redis/connect.ts';
 import { RedisRefreshTokenStore } from './redis/refresh-tokens.ts';
-import type { Stores } from './types.ts';
+import type { Stores } from './stores.ts';
 
 export interface OpenStoresOptions {
   mongodbUrl?: string;

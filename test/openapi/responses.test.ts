@@ -20,7 +20,7 @@ import { BackendUnavailable } from '../../src/errors.ts';
 import type { AnyRoute } from '../../src/http/route.ts';
 import { buildOpenApiDocument, type OpenApiDocument, openApiPath } from '../../src/openapi/document.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
-import type { Stores } from '../../src/stores/types.ts';
+import type { Stores } from '../../src/stores/stores.ts';
 import { adminLogin, PASSWORD, storeAccount, userLogin } from '../accounts/fixtures.ts';
 import {
   authorizationQuery,

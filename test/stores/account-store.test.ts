@@ -5,11 +5,11 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, beforeEach, describe, test } from 'node:test';
+import type { Account, AccountQuery, AccountStore } from '../../src/accounts/model.ts';
 import { DuplicateIdentity } from '../../src/errors.ts';
 import { compareAccounts } from '../../src/stores/account-rules.ts';
 import { MemoryAccountStore } from '../../src/stores/memory/index.ts';
 import { ensureIndexes } from '../../src/stores/mongo/index.ts';
-import type { Account, AccountQuery, AccountStore } from '../../src/stores/types.ts';
 import { accountRecord } from '../support/accounts.ts';
 import {
   type MongoTestDatabase,

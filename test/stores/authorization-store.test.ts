@@ -5,11 +5,11 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import type { AuthorizationCodeGrant, AuthorizationStore } from '../../src/oauth/model.ts';
 import { digestOneTimeSecret, newOneTimeSecret } from '../../src/one-time-secrets.ts';
 import { MemoryAuthorizationStore } from '../../src/stores/memory/authorizations.ts';
 import { RedisAuthorizationStore } from '../../src/stores/redis/authorizations.ts';
 import type { RedisClient } from '../../src/stores/redis/connect.ts';
-import type { AuthorizationCodeGrant, AuthorizationStore } from '../../src/stores/types.ts';
 import { uniqueName } from '../support/backends.ts';
 import { connectTestRedis, deleteKeys, keysOf, redisTargets } from '../support/redis.ts';
 

@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, beforeEach, describe, test } from 'node:test';
+import type { ClientStore, OAuthClient, ScopeStore } from '../../src/oauth/model.ts';
 import { MemoryClientStore, MemoryScopeStore } from '../../src/stores/memory/index.ts';
-import type { ClientStore, OAuthClient, ScopeStore } from '../../src/stores/types.ts';
 import { mongoSkipped, openMongoTestDatabase } from '../support/mongo.ts';
 
 interface Pair {

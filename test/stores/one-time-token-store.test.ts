@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import type { OneTimeTokenStore } from '../../src/accounts/model.ts';
 import { digestOneTimeSecret, newOneTimeSecret } from '../../src/one-time-secrets.ts';
 import { MemoryOneTimeTokenStore } from '../../src/stores/memory/one-time-tokens.ts';
 import {
@@ -8,7 +9,6 @@ import {
   type OneTimeTokenDoc,
 } from '../../src/stores/mongo/one-time-tokens.ts';
 import { openStores } from '../../src/stores/open.ts';
-import type { OneTimeTokenStore } from '../../src/stores/types.ts';
 import {
   type MongoTestDatabase,
   mongoSkipped,

@@ -7,9 +7,11 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
+import type { Account } from '../../src/accounts/model.ts';
 import { BackendUnavailable } from '../../src/errors.ts';
+import type { RefreshTokenGrant } from '../../src/oauth/model.ts';
 import { openStores } from '../../src/stores/open.ts';
-import type { Account, RefreshTokenGrant, Stores } from '../../src/stores/types.ts';
+import type { Stores } from '../../src/stores/stores.ts';
 import { accountRecord } from '../support/accounts.ts';
 import {
   type Backend,

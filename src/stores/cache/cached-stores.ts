@@ -2,7 +2,9 @@
  * The catalog stores (accounts, clients, scopes) behind per-worker caches: reads on the hot
  * paths come from memory, every write publishes what it changed once it committed.
  */
-import type { AccountStore, ClientStore, ScopeStore, Stores } from '../types.ts';
+import type { AccountStore } from '../../accounts/model.ts';
+import type { ClientStore, ScopeStore } from '../../oauth/model.ts';
+import type { Stores } from '../stores.ts';
 import type { Invalidations } from './invalidation.ts';
 import { type CacheBounds, ReadThrough } from './read-through.ts';
 

@@ -1,4 +1,4 @@
-import type { AuthorizationCodeGrant, AuthorizationStore } from '../types.ts';
+import type { AuthorizationCodeGrant, AuthorizationStore } from '../../oauth/model.ts';
 
 interface StoredCode {
   grant: AuthorizationCodeGrant;

@@ -1,4 +1,4 @@
-import type { AuthorizationCodeGrant, AuthorizationStore } from '../types.ts';
+import type { AuthorizationCodeGrant, AuthorizationStore } from '../../oauth/model.ts';
 import type { RedisClient } from './connect.ts';
 import { runScript, script } from './scripts.ts';
 
