@@ -3,6 +3,8 @@ import { availableParallelism } from 'node:os';
 import { type Static, Type } from '@sinclair/typebox';
 import { MongoClient } from 'mongodb';
 import { createClientWhitelist } from './error-report/whitelist.ts';
+import type { Deprecation } from './http/headers.ts';
+import { SIGNING_ALGORITHMS, type SigningAlgorithm } from './oauth/access-token.ts';
 import { GRANT_TYPES, type GrantType } from './oauth/model.ts';
 import { DEFAULT_ACCOUNT_CACHE_SIZE } from './stores/cache/cached-stores.ts';
 import { parseRedisUrl } from './stores/redis/url.ts';
@@ -16,19 +18,6 @@ import { compileValidator } from './validation.ts';
  * `npm run cli -- config:docs` writes docs/configuration.md and .env.example from it. A new
  * setting is one entry there, plus the field of Config that carries it.
  */
-
-export const SIGNING_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'] as const;
-export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];
-
-export { GRANT_TYPES, type GrantType };
-
-export interface Deprecation {
-  /** When the route was (or will be) deprecated. */
-  since: Date;
-  sunset: Date;
-  /** Where the sunset policy is described (RFC 8594 §6). */
-  link: string;
-}
 
 export interface Config {
   port: number;

@@ -1,13 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import polka, { type Request } from 'polka';
 import { parse as parsePattern } from 'regexparam';
-import type { Deprecation } from '../config.ts';
 import { BadRequest, MethodNotAllowed, NotFound, Problem } from '../errors.ts';
 import { authorize, type Identity } from '../identity.ts';
 import { compileValidator } from '../validation.ts';
 import { parseBody, searchParamsObject } from './body.ts';
 import { answerPreflight, applyCors, type CorsPolicy } from './cors.ts';
-import { applyHeaders, headersForRoute } from './headers.ts';
+import { applyHeaders, type Deprecation, headersForRoute } from './headers.ts';
 import { writeProblem } from './problem.ts';
 import type { AnyRoute, Reply, Services } from './route.ts';
 

@@ -1,4 +1,4 @@
-import type { GrantType } from '../../config.ts';
+import type { GrantType } from '../../oauth/model.ts';
 import type { AnyRoute } from '../route.ts';
 import { accountRoutes } from './account.ts';
 import { adminRoutes, userRoutes } from './accounts.ts';
