@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { PasswordHasher } from './accounts/password-hasher.ts';
-import { type Config, ConfigError } from './config.ts';
+import { type Config, ConfigError } from './config/config.ts';
 import { createAuthenticator } from './http/authenticate.ts';
 import { createRequestHandler } from './http/pipeline.ts';
 import type { AnyRoute } from './http/route.ts';

@@ -3,7 +3,7 @@ import { createAccountFlows } from './accounts/account-flows.ts';
 import { createAccountManagement } from './accounts/management.ts';
 import { createPasswordHasher } from './accounts/password-hasher.ts';
 import { createSessions } from './accounts/sessions.ts';
-import type { Config } from './config.ts';
+import type { Config } from './config/config.ts';
 import { createErrorReportReceiver } from './error-report/error-report.ts';
 import type { Services } from './http/route.ts';
 import { createMailer } from './mail/mailer.ts';

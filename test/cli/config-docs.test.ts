@@ -9,7 +9,8 @@ import {
   ENV_EXAMPLE,
   envExample,
 } from '../../src/cli/commands/config-docs.ts';
-import { loadConfig, SETTINGS, type Setting } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { SETTINGS, type Setting } from '../../src/config/settings.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
 import { runCli } from './run-cli.ts';
 

@@ -1,5 +1,5 @@
 import { Option } from 'commander';
-import type { Config } from '../../config.ts';
+import type { Config } from '../../config/config.ts';
 import { OPERATOR } from '../../identity.ts';
 import type { ClientManagement } from '../../oauth/client-management.ts';
 import { viewClient } from '../../oauth/client-representation.ts';
