@@ -1,20 +1,22 @@
+import { checkAddressEntries } from '../error-report/whitelist.ts';
+import { checkSmtpUrl } from '../mail/mailer.ts';
 import { SIGNING_ALGORITHMS } from '../oauth/access-token.ts';
 import { GRANT_TYPES } from '../oauth/model.ts';
 import { DEFAULT_ACCOUNT_CACHE_SIZE } from '../stores/cache/cached-stores.ts';
+import { checkMongoUrl } from '../stores/mongo/connect.ts';
+import { parseRedisUrl } from '../stores/redis/url.ts';
 import { jsonFile } from './config-file.ts';
 import {
   byteSize,
-  connectionUrl,
+  checkedBy,
   corsOrigins,
   errorReportTokens,
   grantList,
-  hostList,
   httpUrl,
   integer,
-  ipList,
-  mongodbUrl,
+  listCheckedBy,
+  listOf,
   oneOf,
-  redisUrl,
   text,
   type ValueKind,
 } from './value-kinds.ts';
@@ -127,7 +129,11 @@ export const SETTINGS = {
       'the [connection defaults](#connections-to-mongodb-and-redis).',
     example: 'mongodb://user:password@mongo:27017/tokenservice?authSource=admin',
     envFile: 'commented',
-    value: mongodbUrl(),
+    value: checkedBy(
+      'a MongoDB connection string (`mongodb://` or `mongodb+srv://`)',
+      checkMongoUrl,
+      'is not a connection string the MongoDB driver accepts: ',
+    ),
   },
   REDIS_URL: {
     section: 'storage',
@@ -142,7 +148,10 @@ export const SETTINGS = {
       'for overriding.',
     example: 'redis://:password@redis:6379',
     envFile: 'commented',
-    value: redisUrl(),
+    value: checkedBy(
+      'a `redis://`, `rediss://`, `redis+sentinel://` or `redis+cluster://` URL',
+      parseRedisUrl,
+    ),
   },
   ACCOUNT_CACHE_SIZE: {
     section: 'storage',
@@ -224,7 +233,7 @@ export const SETTINGS = {
       'defaults wait 10 s to connect, 10 s for the greeting and 20 s on a silent socket.',
     example: 'smtp://user:password@mail.example.com:587',
     envFile: 'commented',
-    value: connectionUrl(['smtp:', 'smtps:']),
+    value: checkedBy('a URL with the scheme `smtp:` or `smtps:`', checkSmtpUrl),
   },
   MAIL_FROM: {
     section: 'accounts',
@@ -298,7 +307,11 @@ export const SETTINGS = {
       '[the client address](security.md#the-client-address-of-an-error-report).',
     example: '203.0.113.7,198.51.100.0/24,2001:db8::/32',
     envFile: 'commented',
-    value: ipList(),
+    value: listCheckedBy(
+      'a comma list of IPv4 and IPv6 addresses and CIDR ranges',
+      checkAddressEntries,
+      'is invalid: ',
+    ),
   },
   ERROR_REPORT_DOMAIN_WHITELIST: {
     section: 'errorReport',
@@ -307,7 +320,8 @@ export const SETTINGS = {
     unset: 'no origin is admitted',
     example: 'app.example.com',
     envFile: 'commented',
-    value: hostList(),
+    // Compared as the whitelist reads them (error-report/whitelist.ts), without regard to case.
+    value: listOf('a comma list of host names (compared without regard to case)', (hosts) => hosts),
   },
   KEYS_DIR: {
     section: 'files',

@@ -1,7 +1,4 @@
-import { MongoClient } from 'mongodb';
-import { createClientWhitelist } from '../error-report/whitelist.ts';
 import { GRANT_TYPES, type GrantType } from '../oauth/model.ts';
-import { parseRedisUrl } from '../stores/redis/url.ts';
 import { ConfigError } from './config.ts';
 
 /** How a variable's text becomes a value; `accepts` says so in the documentation. */
@@ -61,61 +58,40 @@ export function httpUrl(): ValueKind<string> {
   };
 }
 
-/** A URL of one of `protocols`. Never echoed in an error: connection URLs carry passwords. */
-export function connectionUrl(protocols: readonly string[]): ValueKind<string> {
+/**
+ * Text that the module which uses it checks with its own parser, so that what it would refuse
+ * later stops the start now, naming the variable. `check` throws an Error saying what is
+ * wrong, never quoting the text (connection URLs carry passwords); `refusal` introduces that
+ * message after the variable's name.
+ */
+export function checkedBy(accepts: string, check: (raw: string) => unknown, refusal = ''): ValueKind<string> {
   return {
-    accepts: `a URL with the scheme ${protocols.map(code).join(' or ')}`,
+    accepts,
     parse(raw, name) {
-      let protocol: string;
-      try {
-        protocol = new URL(raw).protocol;
-      } catch {
-        throw new ConfigError(name, 'is not a valid URL');
-      }
-      if (!protocols.includes(protocol)) throw new ConfigError(name, `must use ${protocols.join(' or ')}`);
+      refuseAs(name, refusal, () => check(raw));
       return raw;
     },
   };
 }
 
-/** MONGODB_URL as the driver itself reads it. Never echoed in an error: it may carry a password. */
-export function mongodbUrl(): ValueKind<string> {
-  return {
-    accepts: 'a MongoDB connection string (`mongodb://` or `mongodb+srv://`)',
-    parse(raw, name) {
-      try {
-        // The driver parses (and refuses) a connection string when the client is made; no connection yet.
-        new MongoClient(raw);
-      } catch (error) {
-        throw new ConfigError(
-          name,
-          `is not a connection string the MongoDB driver accepts: ${withoutUrl(error, raw)}`,
-        );
-      }
-      return raw;
-    },
-  };
+/** A comma list that the module which uses it checks with its own parser (see checkedBy). */
+export function listCheckedBy(
+  accepts: string,
+  check: (items: readonly string[]) => unknown,
+  refusal = '',
+): ValueKind<readonly string[]> {
+  return listOf(accepts, (items, name) => {
+    refuseAs(name, refusal, () => check(items));
+    return items;
+  });
 }
 
-/** REDIS_URL in one of its three shapes. Never echoed in an error: it may carry a password. */
-export function redisUrl(): ValueKind<string> {
-  return {
-    accepts: 'a `redis://`, `rediss://`, `redis+sentinel://` or `redis+cluster://` URL',
-    parse(raw, name) {
-      try {
-        parseRedisUrl(raw);
-      } catch (error) {
-        throw new ConfigError(name, (error as Error).message);
-      }
-      return raw;
-    },
-  };
-}
-
-export function withoutUrl(error: unknown, url: string): string {
-  return String((error as Error).message)
-    .split(url)
-    .join('<the URL>');
+function refuseAs(name: string, refusal: string, check: () => unknown): void {
+  try {
+    check();
+  } catch (error) {
+    throw new ConfigError(name, `${refusal}${(error as Error).message}`);
+  }
 }
 
 const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
@@ -161,24 +137,6 @@ export function corsOrigins(): ValueKind<readonly string[] | '*'> {
   return listOf('a comma list of origins such as `https://app.example.com`, or `*`', (origins) =>
     origins.includes('*') ? '*' : origins,
   );
-}
-
-export function hostList(): ValueKind<readonly string[]> {
-  return listOf('a comma list of host names (compared without regard to case)', (hosts) =>
-    hosts.map((host) => host.toLowerCase()),
-  );
-}
-
-/** IP addresses and CIDR ranges, checked here so a typo stops the start naming the variable. */
-export function ipList(): ValueKind<readonly string[]> {
-  return listOf('a comma list of IPv4 and IPv6 addresses and CIDR ranges', (entries, name) => {
-    try {
-      createClientWhitelist({ addresses: entries, domains: [] });
-    } catch (error) {
-      throw new ConfigError(name, `is invalid: ${(error as Error).message}`);
-    }
-    return entries;
-  });
 }
 
 /**
