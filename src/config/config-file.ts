@@ -5,20 +5,16 @@ import { compileValidator } from '../validation.ts';
 import { type Config, ConfigError } from './config.ts';
 import type { ValueKind } from './value-kinds.ts';
 
-export const DEFAULT_RESPONSE_HEADERS: Readonly<Record<string, string>> = {
-  'X-Content-Type-Options': 'nosniff',
-  'Referrer-Policy': 'no-referrer',
-  'Permissions-Policy': 'interest-cohort=()',
-};
+type DeprecationEntry = { since: string; sunset: string; link: string };
 
-/** How long browsers may cache a CORS preflight, seconds, unless CONFIG_FILE says otherwise. */
-export const DEFAULT_CORS_MAX_AGE = 600;
-
-/** `GET /` is deprecated as a demonstration of the feature, with a sunset far in the future. */
-export const DEFAULT_DEPRECATIONS: Readonly<Record<string, { since: string; sunset: string; link: string }>> =
-  {
-    home: { since: '2025-01-01T00:00:00Z', sunset: '2099-12-31T23:59:59Z', link: '/#deprecation' },
-  };
+/** What holds where CONFIG_FILE says nothing; the entry of CONFIG_FILE in the table sets it. */
+export interface ConfigFileDefaults {
+  /** The headers of every route, under those the file adds. */
+  responseHeaders: { '*': Readonly<Record<string, string>> };
+  /** How long browsers may cache a CORS preflight, seconds. */
+  cors: { maxAge: number };
+  deprecations: Readonly<Record<string, DeprecationEntry>>;
+}
 
 /** Browsers cap a cached preflight lower still (Chromium at 2 hours); beyond a day is a typo. */
 export const MAX_CORS_MAX_AGE = 86_400;
@@ -51,7 +47,7 @@ const CONFIG_FILE_SCHEMA = Type.Object(
 type ConfigFile = Static<typeof CONFIG_FILE_SCHEMA>;
 const configFileShape = compileValidator<ConfigFile>(CONFIG_FILE_SCHEMA);
 
-export function responseHeaders(file: ConfigFile): Config['responseHeaders'] {
+export function responseHeaders(file: ConfigFile, defaults: ConfigFileDefaults): Config['responseHeaders'] {
   for (const [route, headers] of Object.entries(file.responseHeaders ?? {})) {
     for (const [name, value] of Object.entries(headers)) {
       // RFC 9110 §5.1 token names and §5.5 field values: a bad one would fail every response.
@@ -63,11 +59,14 @@ export function responseHeaders(file: ConfigFile): Config['responseHeaders'] {
       }
     }
   }
-  return { ...file.responseHeaders, '*': { ...DEFAULT_RESPONSE_HEADERS, ...file.responseHeaders?.['*'] } };
+  return {
+    ...file.responseHeaders,
+    '*': { ...defaults.responseHeaders['*'], ...file.responseHeaders?.['*'] },
+  };
 }
 
 export function deprecations(
-  raw: Record<string, { since: string; sunset: string; link: string }>,
+  raw: Record<string, DeprecationEntry>,
   appUrl: string,
 ): Record<string, Deprecation> {
   const result: Record<string, Deprecation> = {};
@@ -88,9 +87,13 @@ export function deprecations(
   return result;
 }
 
-export function jsonFile(): ValueKind<ConfigFile> {
+/** The CONFIG_FILE: a JSON object of the members above, and the `defaults` that hold without them. */
+export function configFile(
+  defaults: ConfigFileDefaults,
+): ValueKind<ConfigFile> & { defaults: ConfigFileDefaults } {
   return {
     accepts: 'the path of a file holding a JSON object',
+    defaults,
     parse(path, name) {
       let parsed: unknown;
       try {

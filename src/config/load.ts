@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import type { Config, ServiceDescription } from './config.ts';
-import { DEFAULT_CORS_MAX_AGE, DEFAULT_DEPRECATIONS, deprecations, responseHeaders } from './config-file.ts';
+import { deprecations, responseHeaders } from './config-file.ts';
 import {
   DESCRIPTION_SETTINGS,
   type DescriptionSettingName,
@@ -33,6 +33,9 @@ function readSettings<N extends SettingName>(env: Env, names: readonly N[]): Val
   return values as Values<N>;
 }
 
+/** What holds where CONFIG_FILE, or the lack of one, says nothing. */
+const FILE_DEFAULTS = SETTINGS.CONFIG_FILE.value.defaults;
+
 type PackageInfo = { name: string; version: string };
 
 export function loadServiceDescription(env: Env, packageInfo: PackageInfo): ServiceDescription {
@@ -49,7 +52,10 @@ function serviceDescription(
     appVersion: settings.APP_VERSION ?? packageInfo.version,
     appUrl,
     grants: settings.OAUTH_GRANTS,
-    deprecations: deprecations({ ...DEFAULT_DEPRECATIONS, ...settings.CONFIG_FILE?.deprecations }, appUrl),
+    deprecations: deprecations(
+      { ...FILE_DEFAULTS.deprecations, ...settings.CONFIG_FILE?.deprecations },
+      appUrl,
+    ),
   };
 }
 
@@ -92,7 +98,7 @@ export function loadConfig(env: Env, packageInfo: PackageInfo): Config {
       ipWhitelist: settings.ERROR_REPORT_IP_WHITELIST,
       domainWhitelist: settings.ERROR_REPORT_DOMAIN_WHITELIST,
     },
-    cors: { origins: settings.CORS_ORIGINS, maxAge: file.cors?.maxAge ?? DEFAULT_CORS_MAX_AGE },
-    responseHeaders: responseHeaders(file),
+    cors: { origins: settings.CORS_ORIGINS, maxAge: file.cors?.maxAge ?? FILE_DEFAULTS.cors.maxAge },
+    responseHeaders: responseHeaders(file, FILE_DEFAULTS),
   };
 }

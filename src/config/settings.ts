@@ -2,10 +2,9 @@ import { checkAddressEntries } from '../error-report/whitelist.ts';
 import { checkSmtpUrl } from '../mail/mailer.ts';
 import { SIGNING_ALGORITHMS } from '../oauth/access-token.ts';
 import { GRANT_TYPES } from '../oauth/model.ts';
-import { DEFAULT_ACCOUNT_CACHE_SIZE } from '../stores/cache/cached-stores.ts';
 import { checkMongoUrl } from '../stores/mongo/connect.ts';
 import { parseRedisUrl } from '../stores/redis/url.ts';
-import { jsonFile } from './config-file.ts';
+import { configFile } from './config-file.ts';
 import {
   byteSize,
   checkedBy,
@@ -157,7 +156,7 @@ export const SETTINGS = {
     section: 'storage',
     meaning:
       'Accounts each process keeps in memory for authentication when both `MONGODB_URL` and `REDIS_URL` are set.',
-    default: String(DEFAULT_ACCOUNT_CACHE_SIZE),
+    default: '10000',
     notes:
       'The least recently used account goes first. Every account write reaches every process through ' +
       'Redis, and a process that cannot hear Redis reads MongoDB instead: [caches](operations.md#caches).',
@@ -285,7 +284,20 @@ export const SETTINGS = {
     unset: 'the built-in defaults',
     notes: 'Its members are described [below](#the-config_file).',
     describesService: true,
-    value: jsonFile(),
+    value: configFile({
+      responseHeaders: {
+        '*': {
+          'X-Content-Type-Options': 'nosniff',
+          'Referrer-Policy': 'no-referrer',
+          'Permissions-Policy': 'interest-cohort=()',
+        },
+      },
+      cors: { maxAge: 600 },
+      // `GET /` is deprecated as a demonstration of the feature, with a sunset far in the future.
+      deprecations: {
+        home: { since: '2025-01-01T00:00:00Z', sunset: '2099-12-31T23:59:59Z', link: '/#deprecation' },
+      },
+    }),
   },
   ERROR_REPORT_TOKENS: {
     section: 'errorReport',

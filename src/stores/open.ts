@@ -27,15 +27,15 @@ export interface OpenStoresOptions {
   mongodbUrl?: string;
   redisUrl?: string;
   /** How long to keep trying to reach each backend at startup; then openStores rejects. */
-  startupTimeoutMs?: number;
+  startupTimeoutMs: number;
   log?: (msg: string) => void;
   /** Accounts each process keeps in memory when both backends are set; see cache/. */
-  accountCacheSize?: number;
+  accountCacheSize: number;
 }
 
 export async function openStores(options: OpenStoresOptions): Promise<Stores> {
   const connect = {
-    deadline: Date.now() + (options.startupTimeoutMs ?? 30000),
+    deadline: Date.now() + options.startupTimeoutMs,
     log: options.log ?? (() => {}),
   };
   // Both at once so a slow backend does not eat the other's startup time.

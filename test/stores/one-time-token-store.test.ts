@@ -8,13 +8,13 @@ import {
   ONE_TIME_TOKENS_COLLECTION,
   type OneTimeTokenDoc,
 } from '../../src/stores/mongo/one-time-tokens.ts';
-import { openStores } from '../../src/stores/open.ts';
 import {
   type MongoTestDatabase,
   mongoSkipped,
   openMongoTestDatabase,
   withMongoTestDatabase,
 } from '../support/mongo.ts';
+import { openTestStores } from '../support/stores.ts';
 
 interface Subject {
   name: string;
@@ -120,7 +120,7 @@ for (const subject of subjects) {
 
 test('openStores keeps one-time tokens in MongoDB beside the accounts', { skip: mongoSkipped }, async () => {
   await withMongoTestDatabase('one_time_tokens_open', async ({ url }) => {
-    const stores = await openStores({ mongodbUrl: url });
+    const stores = await openTestStores({ mongodbUrl: url });
     const store = stores.oneTimeTokens;
     const saved = {
       purpose: 'activation' as const,

@@ -1,11 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import {
-  DEFAULT_CORS_MAX_AGE,
-  DEFAULT_DEPRECATIONS,
-  DEFAULT_RESPONSE_HEADERS,
-  MAX_CORS_MAX_AGE,
-} from '../../config/config-file.ts';
+import { MAX_CORS_MAX_AGE } from '../../config/config-file.ts';
 import {
   DESCRIPTION_SETTINGS,
   SECTIONS,
@@ -127,15 +122,16 @@ function wrap(text: string, first = '', rest = ''): string {
 }
 
 function configFileSection(): string {
+  const { defaults: builtIns } = SETTINGS.CONFIG_FILE.value;
   const example = {
     responseHeaders: { '*': { 'X-Frame-Options': 'DENY' }, 'security::generate-token': { 'X-Extra': '1' } },
-    cors: { maxAge: DEFAULT_CORS_MAX_AGE },
-    deprecations: DEFAULT_DEPRECATIONS,
+    cors: { maxAge: builtIns.cors.maxAge },
+    deprecations: builtIns.deprecations,
   };
-  const defaults = Object.entries(DEFAULT_RESPONSE_HEADERS).map(([header, value]) =>
+  const defaults = Object.entries(builtIns.responseHeaders['*']).map(([header, value]) =>
     code(`${header}: ${value}`),
   );
-  const builtIn = Object.entries(DEFAULT_DEPRECATIONS).map(
+  const builtIn = Object.entries(builtIns.deprecations).map(
     ([route, { since, sunset }]) =>
       `${code(route)} (since ${since.slice(0, 10)}, sunset ${sunset.slice(0, 10)})`,
   );
@@ -145,7 +141,7 @@ function configFileSection(): string {
       `They are added over the defaults ${defaults.join(', ')}; a route's own entry wins over \`*\`. ` +
       'A name that is not an HTTP token, a value that is not printable text, or a route name no ' +
       'route has, stops the start.',
-    'cors.maxAge': `seconds browsers may cache a CORS preflight, a whole number from 0 to ${MAX_CORS_MAX_AGE} (default \`${DEFAULT_CORS_MAX_AGE}\`).`,
+    'cors.maxAge': `seconds browsers may cache a CORS preflight, a whole number from 0 to ${MAX_CORS_MAX_AGE} (default \`${builtIns.cors.maxAge}\`).`,
     deprecations:
       'per route name, `since` and `sunset` (dates; the sunset not before `since`) and `link` ' +
       "(resolved against `APP_URL`). The route's answers then carry `Deprecation`, `Sunset` and " +

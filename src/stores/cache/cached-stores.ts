@@ -110,8 +110,6 @@ export function cachedClients(
   return new CachedClientStore(store, invalidations, bounds);
 }
 
-/** Accounts each process keeps unless ACCOUNT_CACHE_SIZE says otherwise. */
-export const DEFAULT_ACCOUNT_CACHE_SIZE = 10_000;
 /** A short TTL: the safety net for a write whose message was lost while the channel looked live. */
 const CACHE_TTL_MS = 30_000;
 /** Clients and scopes are few, registered by hand. */
@@ -121,7 +119,7 @@ const CATALOG_CACHE_SIZE = 1000;
 export function cacheCatalog<T extends Pick<Stores, 'admins' | 'users' | 'clients' | 'scopes'>>(
   stores: T,
   invalidations: Invalidations,
-  accountCacheSize = DEFAULT_ACCOUNT_CACHE_SIZE,
+  accountCacheSize: number,
 ): T {
   const accounts = { size: accountCacheSize, ttlMs: CACHE_TTL_MS };
   const catalog = { size: CATALOG_CACHE_SIZE, ttlMs: CACHE_TTL_MS };
