@@ -46,8 +46,11 @@ export interface Setting<T = unknown> {
   notes?: string;
   /** A value to show, in the documentation and in .env.example. */
   example?: string;
-  /** Its line in .env.example (the compose deployment): set to the example, or commented out. */
-  envFile?: 'set' | 'commented';
+  /**
+   * Set to its example in .env.example, which the compose deployment applies. Every other
+   * setting is there too, commented out, showing its example or default.
+   */
+  envFile?: 'set';
   /** Read by route:list and openapi:generate, which describe the service without running it. */
   describesService?: true;
 }
@@ -116,7 +119,6 @@ export const SETTINGS = {
     default: '10',
     notes:
       'Keep it below the time the container manager waits (`stop_grace_period: 30s` in docker-compose.yml).',
-    envFile: 'commented',
     value: integer(0, 3600),
   },
   MONGODB_URL: {
@@ -127,7 +129,6 @@ export const SETTINGS = {
       'Any MongoDB connection string, replica sets included. Driver options in its query win over ' +
       'the [connection defaults](#connections-to-mongodb-and-redis).',
     example: 'mongodb://user:password@mongo:27017/tokenservice?authSource=admin',
-    envFile: 'commented',
     value: checkedBy(
       'a MongoDB connection string (`mongodb://` or `mongodb+srv://`)',
       checkMongoUrl,
@@ -146,7 +147,6 @@ export const SETTINGS = {
       'No query options: the [connection defaults](#connections-to-mongodb-and-redis) are not ' +
       'for overriding.',
     example: 'redis://:password@redis:6379',
-    envFile: 'commented',
     value: checkedBy(
       'a `redis://`, `rediss://`, `redis+sentinel://` or `redis+cluster://` URL',
       parseRedisUrl,
@@ -181,21 +181,18 @@ export const SETTINGS = {
       'Lifetime of an authorization code, seconds: the time between the sign-in and the token request.',
     default: '60',
     notes: 'RFC 6749 §4.1.2 recommends at most 10 minutes; the code is used once in any case.',
-    envFile: 'commented',
     value: integer(1, 600),
   },
   ACCESS_TOKEN_TTL: {
     section: 'oauth',
     meaning: 'Lifetime of an access token, seconds (its `expires_in`).',
     default: '86400',
-    envFile: 'commented',
     value: integer(1, 31_536_000),
   },
   REFRESH_TOKEN_TTL: {
     section: 'oauth',
     meaning: 'Lifetime of a refresh token, seconds (30 days); every rotation starts a new lifetime.',
     default: '2592000',
-    envFile: 'commented',
     value: integer(1, 31_536_000),
   },
   REFRESH_TOKEN_LEASE_SECONDS: {
@@ -205,7 +202,6 @@ export const SETTINGS = {
       'without harm; after it, a refresh that never completed (a crash) has freed the token again.',
     default: '5',
     notes: 'Longer than a refresh takes, including a backend timeout; short enough for a client to wait out.',
-    envFile: 'commented',
     value: integer(1, 300),
   },
   ACCESS_TOKEN_ALG: {
@@ -219,7 +215,6 @@ export const SETTINGS = {
     meaning: 'bcrypt cost of new password hashes; hashes made at another cost still verify.',
     default: '10',
     notes: 'One more doubles the time a login takes; `npm run bench` measures the rate.',
-    envFile: 'commented',
     value: integer(4, 31),
   },
   SMTP_URL: {
@@ -231,7 +226,6 @@ export const SETTINGS = {
       'uses TLS from the start. nodemailer options in the query win, e.g. `?requireTLS=true`; the ' +
       'defaults wait 10 s to connect, 10 s for the greeting and 20 s on a silent socket.',
     example: 'smtp://user:password@mail.example.com:587',
-    envFile: 'commented',
     value: checkedBy('a URL with the scheme `smtp:` or `smtps:`', checkSmtpUrl),
   },
   MAIL_FROM: {
@@ -239,7 +233,6 @@ export const SETTINGS = {
     meaning: 'Sender of every message.',
     unset: '`APP_NAME <no-reply@host of APP_URL>`',
     example: 'Token Service <no-reply@example.com>',
-    envFile: 'commented',
     value: text('an address, optionally with a display name'),
   },
   ACTIVATION_TTL: {
@@ -262,7 +255,6 @@ export const SETTINGS = {
       'With `docker-compose.yml` set it in `.env`: compose hands the same value to nginx, whose ' +
       '`client_max_body_size` follows it (nginx/entrypoint/10-body-limit.envsh). Behind another proxy, ' +
       'keep that proxy’s limit in step.',
-    envFile: 'commented',
     value: byteSize(),
   },
   CORS_ORIGINS: {
@@ -275,7 +267,6 @@ export const SETTINGS = {
       'allowed origin may read `Location`, `WWW-Authenticate`, `Deprecation`, `Sunset` and `Link`. ' +
       'Browsers cache a preflight for `cors.maxAge` of [`CONFIG_FILE`](#the-config_file).',
     example: 'https://app.example.com',
-    envFile: 'commented',
     value: corsOrigins(),
   },
   CONFIG_FILE: {
@@ -306,7 +297,6 @@ export const SETTINGS = {
     unset: '`POST /error-report` refuses every report (403)',
     notes: '`npm run cli -- token:generate error-reporting --alias web` makes a token and prints the line.',
     example: 'web:change-me-to-a-long-random-token',
-    envFile: 'commented',
     value: errorReportTokens(),
   },
   ERROR_REPORT_IP_WHITELIST: {
@@ -318,7 +308,6 @@ export const SETTINGS = {
       'Which address a report is checked by depends on the proxy in front: see ' +
       '[the client address](security.md#the-client-address-of-an-error-report).',
     example: '203.0.113.7,198.51.100.0/24,2001:db8::/32',
-    envFile: 'commented',
     value: listCheckedBy(
       'a comma list of IPv4 and IPv6 addresses and CIDR ranges',
       checkAddressEntries,
@@ -331,7 +320,6 @@ export const SETTINGS = {
     default: '',
     unset: 'no origin is admitted',
     example: 'app.example.com',
-    envFile: 'commented',
     // Compared as the whitelist reads them (error-report/whitelist.ts), without regard to case.
     value: listOf('a comma list of host names (compared without regard to case)', (hosts) => hosts),
   },

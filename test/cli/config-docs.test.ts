@@ -39,6 +39,19 @@ describe('config:docs', () => {
     assert.equal(readFileSync(join(cwd, 'env'), 'utf8'), envExample());
   });
 
+  test(`${ENV_EXAMPLE} names every setting, applying only those the deployment sets`, () => {
+    const lines = envExample().split('\n');
+    for (const [name, setting] of Object.entries(SETTINGS) as [string, Setting][]) {
+      const assignment = lines.filter((line) => line.replace(/^# /, '').startsWith(`${name}=`));
+      assert.equal(assignment.length, 1, `${name} is named once`);
+      assert.equal(
+        assignment[0]?.startsWith('#'),
+        setting.envFile !== 'set',
+        `${name} is set or commented out`,
+      );
+    }
+  });
+
   test('every setting says what leaving it unset means', () => {
     for (const [name, setting] of Object.entries(SETTINGS) as [string, Setting][]) {
       assert.ok(setting.default || setting.unset, `${name} has neither a default nor an unset text`);
