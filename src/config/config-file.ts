@@ -3,7 +3,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import type { Deprecation } from '../http/headers.ts';
 import { compileValidator } from '../validation.ts';
 import { type Config, ConfigError } from './config.ts';
-import type { ValueKind } from './value-kinds.ts';
+import type { ValueKind } from './setting.ts';
 
 type DeprecationEntry = { since: string; sunset: string; link: string };
 

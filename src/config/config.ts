@@ -10,9 +10,10 @@ import type { GrantType } from '../oauth/model.ts';
  * `npm run cli -- config:docs` writes docs/configuration.md and .env.example from it. A new
  * setting is one entry there, plus the field of Config that carries it.
  *
- * The folder: settings.ts (the table), value-kinds.ts (how a variable's text becomes a
- * value), config-file.ts (the members of CONFIG_FILE), load.ts (reading the environment), and
- * this file: the configuration the entry points and the composition root receive.
+ * The folder: settings.ts (the table), setting.ts (what an entry of it is), value-kinds.ts
+ * (how a variable's text becomes a value), config-file.ts (the members of CONFIG_FILE),
+ * load.ts (reading the environment), and this file: the configuration the entry points and
+ * the composition root receive.
  */
 
 export interface Config {

@@ -1,15 +1,18 @@
 import { availableParallelism } from 'node:os';
 import type { Config, ServiceDescription } from './config.ts';
 import { deprecations, responseHeaders } from './config-file.ts';
-import {
-  DESCRIPTION_SETTINGS,
-  type DescriptionSettingName,
-  SETTING_NAMES,
-  SETTINGS,
-  type Setting,
-  type SettingName,
-} from './settings.ts';
-import type { ValueKind } from './value-kinds.ts';
+import type { Setting, ValueKind } from './setting.ts';
+import { SETTINGS, type SettingName } from './settings.ts';
+
+/** The settings behind a ServiceDescription: route:list and openapi:generate read only these. */
+type DescriptionSettingName = {
+  [K in SettingName]: (typeof SETTINGS)[K] extends { describesService: true } ? K : never;
+}[SettingName];
+
+const SETTING_NAMES = Object.keys(SETTINGS) as SettingName[];
+export const DESCRIPTION_SETTINGS = SETTING_NAMES.filter(
+  (name) => (SETTINGS[name] as Setting).describesService,
+) as DescriptionSettingName[];
 
 type Env = Readonly<Record<string, string | undefined>>;
 

@@ -5,6 +5,7 @@ import { GRANT_TYPES } from '../oauth/model.ts';
 import { checkMongoUrl } from '../stores/mongo/connect.ts';
 import { parseRedisUrl } from '../stores/redis/url.ts';
 import { configFile } from './config-file.ts';
+import type { Setting } from './setting.ts';
 import {
   byteSize,
   checkedBy,
@@ -17,43 +18,7 @@ import {
   listOf,
   oneOf,
   text,
-  type ValueKind,
 } from './value-kinds.ts';
-
-/** The sections of docs/configuration.md, in order. */
-export const SECTIONS = {
-  service: 'The service',
-  storage: 'Storage',
-  oauth: 'OAuth and tokens',
-  accounts: 'Accounts and mail',
-  http: 'HTTP',
-  errorReport: 'Error reporting',
-  files: 'Files',
-} as const;
-export type Section = keyof typeof SECTIONS;
-
-/** One environment variable: how it is read, and what the documentation says about it. */
-export interface Setting<T = unknown> {
-  section: Section;
-  /** One line: what the variable sets. Markdown, no links (it is also a comment in .env.example). */
-  meaning: string;
-  value: ValueKind<T>;
-  /** The text read when the variable is unset (or empty); documented as the default. */
-  default?: string;
-  /** What leaving the variable unset means, documented instead of a plain default. */
-  unset?: string;
-  /** More for the documentation, Markdown. */
-  notes?: string;
-  /** A value to show, in the documentation and in .env.example. */
-  example?: string;
-  /**
-   * Set to its example in .env.example, which the compose deployment applies. Every other
-   * setting is there too, commented out, showing its example or default.
-   */
-  envFile?: 'set';
-  /** Read by route:list and openapi:generate, which describe the service without running it. */
-  describesService?: true;
-}
 
 export const SETTINGS = {
   PORT: {
@@ -339,12 +304,3 @@ export const SETTINGS = {
 } satisfies Record<string, Setting>;
 
 export type SettingName = keyof typeof SETTINGS;
-
-export type DescriptionSettingName = {
-  [K in SettingName]: (typeof SETTINGS)[K] extends { describesService: true } ? K : never;
-}[SettingName];
-
-export const SETTING_NAMES = Object.keys(SETTINGS) as SettingName[];
-export const DESCRIPTION_SETTINGS = SETTING_NAMES.filter(
-  (name) => (SETTINGS[name] as Setting).describesService,
-) as DescriptionSettingName[];

@@ -1,14 +1,6 @@
 import { GRANT_TYPES, type GrantType } from '../oauth/model.ts';
 import { ConfigError } from './config.ts';
-
-/** How a variable's text becomes a value; `accepts` says so in the documentation. */
-export interface ValueKind<T> {
-  accepts: string;
-  /** Throws ConfigError naming the variable when the text is not a value of this kind. */
-  parse(raw: string, name: string): T;
-  /** An empty value is a value of its own (the empty list) rather than "unset". */
-  emptyIsValue?: boolean;
-}
+import type { ValueKind } from './setting.ts';
 
 const code = (text: string) => `\`${text}\``;
 

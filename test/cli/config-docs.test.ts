@@ -10,7 +10,8 @@ import {
   envExample,
 } from '../../src/cli/commands/config-docs.ts';
 import { loadConfig } from '../../src/config/load.ts';
-import { SETTINGS, type Setting } from '../../src/config/settings.ts';
+import type { Setting } from '../../src/config/setting.ts';
+import { SETTINGS } from '../../src/config/settings.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
 import { runCli } from './run-cli.ts';
 

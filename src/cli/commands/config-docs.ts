@@ -1,13 +1,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { MAX_CORS_MAX_AGE } from '../../config/config-file.ts';
-import {
-  DESCRIPTION_SETTINGS,
-  SECTIONS,
-  SETTINGS,
-  type Section,
-  type Setting,
-} from '../../config/settings.ts';
+import { DESCRIPTION_SETTINGS } from '../../config/load.ts';
+import { SECTIONS, type Section, type Setting } from '../../config/setting.ts';
+import { SETTINGS } from '../../config/settings.ts';
 import type { RegisterCommand } from './index.ts';
 
 export const CONFIGURATION_DOCUMENT = 'docs/configuration.md';
@@ -15,8 +11,8 @@ export const ENV_EXAMPLE = '.env.example';
 
 /**
  * `config:docs`: writes docs/configuration.md and .env.example from the table of settings in
- * src/config/settings.ts, so neither can say something the loader does not do. A test regenerates both
- * in memory and fails when the files in the repository differ.
+ * src/config/settings.ts, so neither can say something the loader does not do. A test
+ * regenerates both in memory and fails when the files in the repository differ.
  */
 export const registerConfigDocs: RegisterCommand = (program) => {
   program
