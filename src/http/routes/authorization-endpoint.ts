@@ -95,7 +95,7 @@ function reply(step: AuthorizationStep): Reply {
   };
 }
 
-export const authorizeRoutes: readonly AnyRoute[] = [
+export const authorizationEndpointRoutes: readonly AnyRoute[] = [
   defineRoute({
     method: 'GET',
     path: AUTHORIZE_PATH,
