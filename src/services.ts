@@ -8,8 +8,8 @@ import { createErrorReportReceiver } from './error-report/error-report.ts';
 import type { Services } from './http/route.ts';
 import { createMailer } from './mail/mailer.ts';
 import { type AccessTokenService, createAccessTokenService } from './oauth/access-token.ts';
-import { createAuthorizationEndpoint } from './oauth/authorization.ts';
 import { createAuthorizationCodeService } from './oauth/authorization-code.ts';
+import { createAuthorizationEndpoint } from './oauth/authorization-endpoint.ts';
 import { createClientManagement } from './oauth/client-management.ts';
 import { openKeyRing } from './oauth/key-ring.ts';
 import { createRefreshTokenService } from './oauth/refresh-token.ts';
@@ -134,7 +134,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
       refreshTokens,
       authorizationCodes,
     }),
-    authorization: createAuthorizationEndpoint({
+    authorizationEndpoint: createAuthorizationEndpoint({
       clients: base.stores.clients,
       scopes: base.stores.scopes,
       sessions: base.sessions,

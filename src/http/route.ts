@@ -5,7 +5,7 @@ import type { AccountManagement } from '../accounts/management.ts';
 import type { AccountKind } from '../accounts/model.ts';
 import type { ErrorReportReceiver } from '../error-report/error-report.ts';
 import type { Identity, Role } from '../identity.ts';
-import type { AuthorizationEndpoint } from '../oauth/authorization.ts';
+import type { AuthorizationEndpoint } from '../oauth/authorization-endpoint.ts';
 import type { ClientManagement } from '../oauth/client-management.ts';
 import type { TokenEndpoint } from '../oauth/token-endpoint.ts';
 import type { ErrorFormat } from './problem.ts';
@@ -38,7 +38,7 @@ export interface Services {
   accounts: Readonly<Record<AccountKind, AccountManagement>>;
   oauthClients: ClientManagement;
   /** The authorization endpoint and its sign-in form. */
-  authorization: AuthorizationEndpoint;
+  authorizationEndpoint: AuthorizationEndpoint;
 }
 
 export interface Reply {
