@@ -114,7 +114,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     leaseSeconds: config.refreshTokenLeaseSeconds,
   });
   const authorizationCodes = createAuthorizationCodeService({
-    store: base.stores.authorizations,
+    store: base.stores.codeFlow,
     ttlSeconds: config.authorizationCodeTtl,
   });
   return {
@@ -142,7 +142,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
         keys: keyRing.refreshTokenKeys,
         ttlSeconds: SIGN_IN_FORM_TTL_SECONDS,
       }),
-      store: base.stores.authorizations,
+      store: base.stores.codeFlow,
       codes: authorizationCodes,
       issuer: config.appUrl,
     }),

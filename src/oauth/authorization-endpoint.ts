@@ -8,7 +8,7 @@ import {
   UnsupportedResponseType,
 } from '../errors.ts';
 import type { AuthorizationCodeService } from './authorization-code.ts';
-import type { AuthorizationStore, ClientStore, OAuthClient, ScopeStore } from './model.ts';
+import type { ClientStore, CodeFlowStore, OAuthClient, ScopeStore } from './model.ts';
 import { CODE_CHALLENGE } from './pkce.ts';
 import { isRegisteredRedirectUri, withResponseParameters } from './redirect-uri.ts';
 import { resolveScope } from './scope.ts';
@@ -56,7 +56,7 @@ export function createAuthorizationEndpoint(deps: {
   scopes: ScopeStore;
   sessions: Pick<Sessions, 'start'>;
   sealer: RequestSealer;
-  store: Pick<AuthorizationStore, 'useOnce'>;
+  store: Pick<CodeFlowStore, 'useOnce'>;
   codes: Pick<AuthorizationCodeService, 'issueCode'>;
   /** RFC 9207: `iss` of every authorization response. */
   issuer: string;

@@ -176,7 +176,7 @@ export interface AuthorizationCodeGrant {
  * The short-lived state of the authorization code flow: the sign-in forms used, then the
  * codes. Each record lives until its `expiresAt`; nothing of it needs to outlive that.
  */
-export interface AuthorizationStore {
+export interface CodeFlowStore {
   /**
    * Remembers a sign-in form's one-time value as used until it expires: true the first
    * time, false ever after (atomically: of concurrent calls with one id, one gets true).

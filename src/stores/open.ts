@@ -13,11 +13,11 @@ import { RedisInvalidations } from './cache/invalidation.ts';
 
 import type { Connection } from './connection.ts';
 import { guard, guardEach } from './guard.ts';
-import { MemoryAuthorizationStore } from './memory/authorizations.ts';
+import { MemoryCodeFlowStore } from './memory/code-flow.ts';
 import { MemoryRefreshTokenStore, memoryCatalogStores } from './memory/index.ts';
 import { connectMongo, isMongoOutage } from './mongo/connect.ts';
 import { mongoCatalogStores } from './mongo/index.ts';
-import { RedisAuthorizationStore } from './redis/authorizations.ts';
+import { RedisCodeFlowStore } from './redis/code-flow.ts';
 import type { RedisClient } from './redis/connect.ts';
 import { connectRedis, isRedisOutage } from './redis/connect.ts';
 import { RedisRefreshTokenStore } from './redis/refresh-tokens.ts';
@@ -70,9 +70,9 @@ export async function openStores(options: OpenStoresOptions): Promise<Stores> {
     refreshTokens: redisHealth
       ? guard(new RedisRefreshTokenStore(redis.client), redisHealth, ['release'])
       : new MemoryRefreshTokenStore(),
-    authorizations: redisHealth
-      ? guard(new RedisAuthorizationStore(redis.client), redisHealth)
-      : new MemoryAuthorizationStore(),
+    codeFlow: redisHealth
+      ? guard(new RedisCodeFlowStore(redis.client), redisHealth)
+      : new MemoryCodeFlowStore(),
     async close() {
       mongoHealth?.stop();
       redisHealth?.stop();

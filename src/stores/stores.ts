@@ -1,5 +1,5 @@
 import type { AccountStore, OneTimeTokenStore } from '../accounts/model.ts';
-import type { AuthorizationStore, ClientStore, RefreshTokenStore, ScopeStore } from '../oauth/model.ts';
+import type { ClientStore, CodeFlowStore, RefreshTokenStore, ScopeStore } from '../oauth/model.ts';
 
 /**
  * One store of each kind, whichever backend holds it: what `openStores` returns and the
@@ -12,7 +12,7 @@ export interface Stores {
   clients: ClientStore;
   scopes: ScopeStore;
   refreshTokens: RefreshTokenStore;
-  authorizations: AuthorizationStore;
+  codeFlow: CodeFlowStore;
   /** Activation and password-reset links; they live beside the accounts. */
   oneTimeTokens: OneTimeTokenStore;
   /** Closes connections; safe to call once at shutdown. */
