@@ -35,7 +35,7 @@ export function rolesOf(actor: Actor): readonly Role[] {
 }
 
 /** Reads only the actor's roles against a permission: 401 for a guest, 403 for anyone else. */
-export function authorize(actor: Actor, permission: 'public' | readonly Role[]): void {
+export function requirePermission(actor: Actor, permission: 'public' | readonly Role[]): void {
   if (permission === 'public') return;
   if (rolesOf(actor).some((role) => permission.includes(role))) return;
   if (actor.role === 'guest') throw new AuthenticationRequired();

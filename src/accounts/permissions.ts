@@ -1,5 +1,5 @@
 import { Forbidden } from '../errors.ts';
-import { type Actor, authorize, type Role, rolesOf } from '../identity.ts';
+import { type Actor, type Role, requirePermission, rolesOf } from '../identity.ts';
 import type { Account, AccountKind } from './model.ts';
 
 /**
@@ -54,7 +54,7 @@ export const ACCOUNT_PERMISSIONS: Readonly<
 };
 
 export function assertMay(actor: Actor, kind: AccountKind, operation: AccountOperation): void {
-  authorize(actor, ACCOUNT_PERMISSIONS[kind][operation]);
+  requirePermission(actor, ACCOUNT_PERMISSIONS[kind][operation]);
 }
 
 /** Refused before the lookup, so a user cannot probe which ids exist. */

@@ -70,7 +70,7 @@ export interface HeaderSpec {
 }
 
 /**
- * A route is data: the router, the authorization step, `route:list` and the OpenAPI
+ * A route is data: the router, the permission check, `route:list` and the OpenAPI
  * generator all read the same table, so they cannot drift apart.
  */
 export interface Route<S extends TSchema | undefined = TSchema | undefined> {

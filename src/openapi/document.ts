@@ -40,7 +40,7 @@ export interface DocumentedService {
 
 /**
  * The OpenAPI 3.1 description of the service, read from the same route table the router,
- * the authorization step and `route:list` read. `servers[0]` is APP_URL.
+ * the permission check and `route:list` read. `servers[0]` is APP_URL.
  */
 export function buildOpenApiDocument(
   routes: readonly AnyRoute[],

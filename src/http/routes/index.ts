@@ -9,7 +9,7 @@ import { tokenRoutes } from './token-endpoint.ts';
 import { adminRoutes, userRoutes } from './users-and-admins.ts';
 
 /**
- * The service's route table: the router, the authorization step, `route:list` and the
+ * The service's route table: the router, the permission check, `route:list` and the
  * OpenAPI generator all read it. Plain data, built from the enabled grants alone: the
  * handlers receive their services with each request.
  */
