@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { RefreshTokenStore } from '../oauth/model.ts';
-import { identityKey } from '../stores/account-rules.ts';
 import type { Account, AccountChanges, AccountKind, AccountStore } from './model.ts';
+import { identityKey } from './model.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 
 /**

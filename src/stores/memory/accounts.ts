@@ -6,8 +6,8 @@ import type {
   AccountStore,
   AdminRole,
 } from '../../accounts/model.ts';
+import { compareAccounts, identityKey } from '../../accounts/model.ts';
 import { DuplicateIdentity } from '../../errors.ts';
-import { compareAccounts, identityKey } from '../account-rules.ts';
 import { copyRecord } from '../record-copy.ts';
 
 /** Accounts in a Map: the embedded default, and the reference the contract tests hold others to. */

@@ -7,8 +7,8 @@ import type {
   AccountStore,
   AdminRole,
 } from '../../accounts/model.ts';
+import { identityKey } from '../../accounts/model.ts';
 import { DuplicateIdentity } from '../../errors.ts';
-import { identityKey } from '../account-rules.ts';
 import { insertUnique, isDuplicateKey } from './unique.ts';
 
 /** How an account is stored: the UUID as `_id`, plus the folded identity the unique index is on. */
