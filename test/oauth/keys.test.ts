@@ -4,11 +4,12 @@
  * the three files of earlier versions.
  */
 import assert from 'node:assert/strict';
-import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createHash, createPublicKey, generateKeyPairSync, randomBytes, sign, verify } from 'node:crypto';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import {
   encryptionKeyId,
   ensureKeyFiles,
@@ -135,6 +136,80 @@ describe('the files of earlier versions', () => {
     await assert.rejects(ensureKeyFiles(dir), /Incomplete key set .*found only private.key, public.key/);
     await assert.rejects(readKeyRing(dir), /Incomplete key set/);
     assert.deepEqual(readdirSync(dir).sort(), ['private.key', 'public.key']);
+  });
+});
+
+describe('key files that deployments hold today', () => {
+  /** Throwaway keys written by the service itself (see the README beside them). */
+  const FIXTURES = fileURLToPath(new URL('../stores/fixtures/throwaway-keys/', import.meta.url));
+  const copyOf = (fixture: 'ring' | 'legacy') => {
+    const dir = freshDir();
+    cpSync(join(FIXTURES, fixture), dir, { recursive: true });
+    return dir;
+  };
+  const readJson = (path: string) => JSON.parse(readFileSync(path, 'utf8'));
+  /** The member names of the file and of each entry of its lists, in order: the format, without the keys. */
+  const shape = (file: { signing: object[]; encryption: object[] }) => ({
+    members: Object.keys(file),
+    signing: file.signing.map((entry) => Object.keys(entry)),
+    encryption: file.encryption.map((entry) => Object.keys(entry)),
+  });
+
+  test('a ring written by keys:generate and keys:rotate is read as it was written', async () => {
+    const dir = copyOf('ring');
+    const written = readJson(join(dir, 'keyring-2.json'));
+    const ring = await readKeyRing(dir);
+    assert.equal(ring.generation, 2);
+    assert.deepEqual(kids(ring), [
+      'S4va1VFvJVkggOoOuY1DpM4u3X6iqaO2_HMpeAej9Bo',
+      'nV7GCaa0pgaCvlN6hUZKhvyj80eNNtU2Dh-TWGu2F7I',
+    ]);
+    assert.deepEqual(encryptionIds(ring), ['BJutCk4V', '7cpD7XBI']);
+    assert.deepEqual(
+      ring.encryption.map((key) => key.key.toString('base64')),
+      written.encryption.map((key: { key: string }) => key.key),
+    );
+    assert.deepEqual(ring.signing[1]?.supersededAt, new Date('2026-11-24T20:29:30.707Z'));
+    const signature = sign('sha256', Buffer.from('claims'), ring.signing[0].privateKey);
+    assert.ok(verify('sha256', Buffer.from('claims'), ring.signing[0].publicKey, signature));
+  });
+
+  test('its next generation is written in the same format, the earlier keys carried over as they were', async () => {
+    const dir = copyOf('ring');
+    const before = readJson(join(dir, 'keyring-2.json'));
+    await rotateKeys(dir);
+    const after = readJson(join(dir, 'keyring-3.json'));
+    const [was, now] = [shape(before), shape(after)];
+    assert.deepEqual(now, {
+      members: was.members,
+      signing: [...was.signing, was.signing[1]],
+      encryption: [...was.encryption, was.encryption[1]],
+    });
+    assert.deepEqual(after.signing[2], before.signing[1]);
+    assert.deepEqual(after.encryption[2], before.encryption[1]);
+    assert.equal(
+      readFileSync(join(dir, 'keyring-2.json'), 'utf8'),
+      readFileSync(join(FIXTURES, 'ring', 'keyring-1.json'), 'utf8').replace('2', '3'),
+      'the replaced generation is emptied as before',
+    );
+  });
+
+  test('the three files of versions before rings are read, and folded into the ring by the first change', async () => {
+    const dir = copyOf('legacy');
+    const ring = await readKeyRing(dir);
+    assert.equal(ring.generation, 0);
+    assert.deepEqual(kids(ring), ['bAadteacnKR7KhenBAoHQCoWBq3O3ndMlJFIsnXE-MI']);
+    assert.equal(thumbprint(createPublicKey(readFileSync(join(dir, 'public.key')))), kids(ring)[0]);
+    assert.deepEqual(encryptionIds(ring), ['ib2b_I5x']);
+    assert.equal(
+      ring.encryption[0].key.toString('base64'),
+      readFileSync(join(dir, 'encryption.key'), 'utf8').trim(),
+    );
+
+    const rotated = await rotateKeys(dir);
+    assert.deepEqual(readdirSync(dir), ['keyring-1.json']);
+    assert.deepEqual(kids(rotated).slice(1), kids(ring));
+    assert.deepEqual(encryptionIds(rotated).slice(1), encryptionIds(ring));
   });
 });
 
