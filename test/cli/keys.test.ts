@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { readKeyRing } from '../../src/oauth/keys.ts';
+import { readKeyRing } from '../../src/stores/key-ring/file-store.ts';
 import { isOneLineFailure, runCli } from './run-cli.ts';
 
 describe('cli keys:*', () => {

@@ -1,5 +1,5 @@
 /**
- * The key ring on disk (src/oauth/keys.ts): one file per generation, written atomically,
+ * The key ring on disk (src/stores/key-ring/file-store.ts): one file per generation, written atomically,
  * changed by several writers at once without losing a change, and read as generation 0 from
  * the three files of earlier versions.
  */
@@ -20,7 +20,7 @@ import {
   retireKeys,
   rotateKeys,
   thumbprint,
-} from '../../src/oauth/keys.ts';
+} from '../../src/stores/key-ring/file-store.ts';
 
 const freshDir = () => mkdtempSync(join(tmpdir(), 'keys-'));
 const kids = (ring: KeyRingState) => ring.signing.map((key) => key.kid);

@@ -1,4 +1,4 @@
-import { generateKeyFiles, readKeyRing } from '../../oauth/keys.ts';
+import { generateKeyFiles, readKeyRing } from '../../stores/key-ring/file-store.ts';
 import type { RegisterCommand } from './index.ts';
 import { printRing } from './keys-list.ts';
 

@@ -1,5 +1,5 @@
 import { KEY_RING_RELOAD_MS } from '../../oauth/key-ring.ts';
-import { type KeyRingState, readKeyRing } from '../../oauth/keys.ts';
+import { type KeyRingState, readKeyRing } from '../../stores/key-ring/file-store.ts';
 import type { RegisterCommand } from './index.ts';
 
 export const registerKeysList: RegisterCommand = (program, loadConfig) => {

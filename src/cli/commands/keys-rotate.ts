@@ -1,4 +1,4 @@
-import { rotateKeys } from '../../oauth/keys.ts';
+import { rotateKeys } from '../../stores/key-ring/file-store.ts';
 import type { RegisterCommand } from './index.ts';
 import { printRing } from './keys-list.ts';
 
