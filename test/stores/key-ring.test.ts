@@ -141,7 +141,7 @@ describe('the files of earlier versions', () => {
 
 describe('key files that deployments hold today', () => {
   /** Throwaway keys written by the service itself (see the README beside them). */
-  const FIXTURES = fileURLToPath(new URL('../stores/fixtures/throwaway-keys/', import.meta.url));
+  const FIXTURES = fileURLToPath(new URL('./fixtures/throwaway-keys/', import.meta.url));
   const copyOf = (fixture: 'ring' | 'legacy') => {
     const dir = freshDir();
     cpSync(join(FIXTURES, fixture), dir, { recursive: true });
