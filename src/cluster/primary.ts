@@ -2,7 +2,8 @@ import cluster, { type Worker } from 'node:cluster';
 import { createServer } from 'node:net';
 import type { Config } from '../config.ts';
 import { createProcessLogger } from '../logging/error-log.ts';
-import { ensureKeyFiles, readKeyRing } from '../stores/key-ring/file-store.ts';
+import { ensureKeyFiles } from '../oauth/key-rotation.ts';
+import { readKeyRing } from '../stores/key-ring/file-store.ts';
 
 /** A worker that dies this many times within CRASH_WINDOW_MS means something is broken for good. */
 export const MAX_CRASHES = 5;

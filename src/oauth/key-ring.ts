@@ -1,6 +1,7 @@
 import type { KeyObject } from 'node:crypto';
-import { type KeyRingState, newestGeneration, readKeyRing } from '../stores/key-ring/file-store.ts';
+import { newestGeneration, readKeyRing } from '../stores/key-ring/file-store.ts';
 import type { AccessTokenKeys } from './access-token.ts';
+import type { KeyRingState } from './key-ring-store.ts';
 
 /**
  * The refresh-token HMAC keys: the current one digests new tokens, every other one still

@@ -10,8 +10,8 @@ import { type Application, createApplication } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { type AnyRoute, defineRoute } from '../../src/http/route.ts';
 import { createErrorLogger, errorLogPath } from '../../src/logging/error-log.ts';
+import { generateKeyFiles } from '../../src/oauth/key-rotation.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
-import { generateKeyFiles } from '../../src/stores/key-ring/file-store.ts';
 import { request } from '../support/http.ts';
 
 const SECRETS = {

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { createHmac, generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { SignJWT } from 'jose';
-import { readKeyRing, thumbprint } from '../../src/stores/key-ring/file-store.ts';
+import { thumbprint } from '../../src/oauth/key-ring-store.ts';
+import { readKeyRing } from '../../src/stores/key-ring/file-store.ts';
 import { decodeJwtPart, FRONTEND_CLIENT, passwordGrant, request, SEEDED_USER } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { openKeyRing } from '../../src/oauth/key-ring.ts';
-import { generateKeyFiles, retireKeys, rotateKeys } from '../../src/stores/key-ring/file-store.ts';
+import { generateKeyFiles, retireKeys, rotateKeys } from '../../src/oauth/key-rotation.ts';
 import { eventually } from '../support/eventually.ts';
 import {
   decodeJwtPart,

@@ -10,17 +10,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { encryptionKeyId, type KeyRingState, thumbprint } from '../../src/oauth/key-ring-store.ts';
 import {
-  encryptionKeyId,
   ensureKeyFiles,
   generateKeyFiles,
   KeyFilesExist,
-  type KeyRingState,
-  readKeyRing,
   retireKeys,
   rotateKeys,
-  thumbprint,
-} from '../../src/stores/key-ring/file-store.ts';
+} from '../../src/oauth/key-rotation.ts';
+import { readKeyRing } from '../../src/stores/key-ring/file-store.ts';
 
 const freshDir = () => mkdtempSync(join(tmpdir(), 'keys-'));
 const kids = (ring: KeyRingState) => ring.signing.map((key) => key.kid);

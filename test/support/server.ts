@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Application, createApplication } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
+import { generateKeyFiles } from '../../src/oauth/key-rotation.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
-import { generateKeyFiles } from '../../src/stores/key-ring/file-store.ts';
 
 export type Backend = 'memory' | 'real';
 

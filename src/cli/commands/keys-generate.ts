@@ -1,4 +1,5 @@
-import { generateKeyFiles, readKeyRing } from '../../stores/key-ring/file-store.ts';
+import { generateKeyFiles } from '../../oauth/key-rotation.ts';
+import { readKeyRing } from '../../stores/key-ring/file-store.ts';
 import type { RegisterCommand } from './index.ts';
 import { printRing } from './keys-list.ts';
 

@@ -1,5 +1,6 @@
 import { KEY_RING_RELOAD_MS } from '../../oauth/key-ring.ts';
-import { type KeyRingState, readKeyRing } from '../../stores/key-ring/file-store.ts';
+import type { KeyRingState } from '../../oauth/key-ring-store.ts';
+import { readKeyRing } from '../../stores/key-ring/file-store.ts';
 import type { RegisterCommand } from './index.ts';
 
 export const registerKeysList: RegisterCommand = (program, loadConfig) => {

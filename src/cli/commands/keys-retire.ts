@@ -1,5 +1,5 @@
 import { Option } from 'commander';
-import { RETIRE_MARGIN_MS, type RetireSelection, retireKeys } from '../../stores/key-ring/file-store.ts';
+import { RETIRE_MARGIN_MS, type RetireSelection, retireKeys } from '../../oauth/key-rotation.ts';
 import type { RegisterCommand } from './index.ts';
 import { printRing } from './keys-list.ts';
 

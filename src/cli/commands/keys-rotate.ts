@@ -1,4 +1,4 @@
-import { rotateKeys } from '../../stores/key-ring/file-store.ts';
+import { rotateKeys } from '../../oauth/key-rotation.ts';
 import type { RegisterCommand } from './index.ts';
 import { printRing } from './keys-list.ts';
 

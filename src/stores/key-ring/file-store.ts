@@ -1,13 +1,14 @@
-import {
-  createHash,
-  createPrivateKey,
-  createPublicKey,
-  generateKeyPairSync,
-  type KeyObject,
-  randomBytes,
-} from 'node:crypto';
+import { createPrivateKey, createPublicKey, type KeyObject, randomBytes } from 'node:crypto';
 import { link, mkdir, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import {
+  type EncryptionKey,
+  encryptionKeyId,
+  type KeyRingState,
+  NoKeys,
+  type SigningKey,
+  thumbprint,
+} from '../../oauth/key-ring-store.ts';
 
 /**
  * The key ring on disk: the RSA key pairs that sign and verify access tokens, and the HMAC
@@ -27,7 +28,7 @@ import { join } from 'node:path';
  */
 
 /** In each list the first key is the current one: it signs (mints); the others only verify. */
-interface KeyRingFile {
+export interface KeyRingFile {
   signing: {
     /** RFC 7638 thumbprint of the public key: the JWT `kid`. */
     kid: string;
@@ -48,64 +49,10 @@ interface KeyRingFile {
   }[];
 }
 
-export interface SigningKey {
-  kid: string;
-  createdAt: Date;
-  supersededAt?: Date;
-  publicKey: KeyObject;
-  /** Present on the current key only. */
-  privateKey?: KeyObject;
-}
-
-export interface EncryptionKey {
-  id: string;
-  createdAt: Date;
-  supersededAt?: Date;
-  key: Buffer;
-}
-
-/** A generation of the ring, read and checked. The first key of each list is the current one. */
-export interface KeyRingState {
-  /** 0 for the three files of earlier versions. */
-  generation: number;
-  signing: readonly [SigningKey & { privateKey: KeyObject }, ...SigningKey[]];
-  encryption: readonly [EncryptionKey, ...EncryptionKey[]];
-}
-
 /** The files of earlier versions, read as generation 0. */
 export const LEGACY_FILES = ['private.key', 'public.key', 'encryption.key'] as const;
 const RING_FILE = /^keyring-(\d{1,12})\.json$/;
 const ringFileName = (generation: number) => `keyring-${generation}.json`;
-
-export class KeyFilesExist extends Error {
-  constructor(dir: string) {
-    super(`Keys already exist in ${dir}; pass --force to replace them (this invalidates every issued token)`);
-    this.name = 'KeyFilesExist';
-  }
-}
-
-export class NoKeys extends Error {
-  constructor(dir: string) {
-    super(`No keys in ${dir}; run keys:generate`);
-    this.name = 'NoKeys';
-  }
-}
-
-/**
- * The id of a refresh-token HMAC key, derived from its bytes so that every node computes the
- * same id for the same key (6 bytes of SHA-256, base64url).
- */
-export function encryptionKeyId(key: Buffer): string {
-  return createHash('sha256').update(key).digest('base64url').slice(0, 8);
-}
-
-/** RFC 7638: SHA-256 over the required RSA members in lexicographic order, base64url. */
-export function thumbprint(publicKey: KeyObject): string {
-  const jwk = publicKey.export({ format: 'jwk' });
-  return createHash('sha256')
-    .update(JSON.stringify({ e: jwk.e, kty: 'RSA', n: jwk.n }))
-    .digest('base64url');
-}
 
 // ---------------------------------------------------------------------------------------------
 // Reading
@@ -260,137 +207,11 @@ function parseDate(value: unknown): Date | undefined {
 // Changing
 
 /**
- * Writes a fresh ring: one new signing key and one new encryption key. Without `force` it
- * refuses when any keys exist; with it, every earlier key is dropped at once.
- */
-export async function generateKeyFiles(dir: string, options: { force: boolean }): Promise<void> {
-  await commit(dir, async (current) => {
-    if (!options.force && (await current())) throw new KeyFilesExist(dir);
-    const now = new Date().toISOString();
-    return { signing: [newSigningKey(now)], encryption: [newEncryptionKey(now)] };
-  });
-}
-
-/**
- * Generates keys unless the directory has some. Returns true when it wrote them. Nodes
- * starting at once on a shared directory race here: exactly one writes, the others use its ring.
- */
-export async function ensureKeyFiles(dir: string): Promise<boolean> {
-  try {
-    await generateKeyFiles(dir, { force: false });
-    return true;
-  } catch (error) {
-    if (error instanceof KeyFilesExist) return false;
-    throw error;
-  }
-}
-
-/**
- * A new signing key and a new encryption key become current; the previous ones keep
- * verifying until they are retired. The previous private key is dropped: it never signs again.
- */
-export async function rotateKeys(dir: string, now = new Date()): Promise<KeyRingState> {
-  const at = now.toISOString();
-  return commit(dir, async (current) => {
-    const ring = await current();
-    if (!ring) throw new NoKeys(dir);
-    const earlier = toFile(
-      ring.signing.map((key) =>
-        key.supersededAt ? key : { ...key, privateKey: undefined, supersededAt: now },
-      ),
-      ring.encryption.map((key) => (key.supersededAt ? key : { ...key, supersededAt: now })),
-    );
-    return {
-      signing: [newSigningKey(at), ...earlier.signing],
-      encryption: [newEncryptionKey(at), ...earlier.encryption],
-    };
-  });
-}
-
-/**
- * Which earlier keys to retire. `expired`: those whose every token has expired, i.e.
- * superseded longer ago than the lifetime of the tokens they made (plus a margin for clocks
- * and for nodes that signed a little longer before they reloaded): nobody is signed out.
- * `all`: every key that is not current (for a key that leaked). `id`: one earlier key.
- */
-export type RetireSelection =
-  | { kind: 'expired'; accessTokenTtlSeconds: number; refreshTokenTtlSeconds: number; now?: Date }
-  | { kind: 'all' }
-  | { kind: 'id'; id: string };
-
-/** How much longer than a token's lifetime an expired key is kept. */
-export const RETIRE_MARGIN_MS = 5 * 60_000;
-
-/** Removes earlier keys; returns the ids it removed and the ring now in force. */
-export async function retireKeys(
-  dir: string,
-  selection: RetireSelection,
-): Promise<{ retired: string[]; ring: KeyRingState }> {
-  let retired: string[] = [];
-  const ring = await commit(dir, async (current) => {
-    const state = await current();
-    if (!state) throw new NoKeys(dir);
-    const isRetired = retirement(selection, state);
-    const file = toFile(state.signing, state.encryption);
-    const keep = {
-      signing: file.signing.filter((key, index) => index === 0 || !isRetired('signing', key.kid)),
-      encryption: file.encryption.filter((key, index) => index === 0 || !isRetired('encryption', key.id)),
-    };
-    retired = [
-      ...file.signing.filter((key) => !keep.signing.includes(key)).map((key) => key.kid),
-      ...file.encryption.filter((key) => !keep.encryption.includes(key)).map((key) => key.id),
-    ];
-    if (retired.length === 0) throw new NothingToRetire();
-    return keep;
-  }).catch(async (error: unknown) => {
-    if (error instanceof NothingToRetire) return readKeyRing(dir);
-    throw error;
-  });
-  return { retired, ring };
-}
-
-class NothingToRetire extends Error {}
-
-function retirement(
-  selection: RetireSelection,
-  state: KeyRingState,
-): (kind: 'signing' | 'encryption', id: string) => boolean {
-  switch (selection.kind) {
-    case 'all':
-      return () => true;
-    case 'id': {
-      const [signing] = state.signing;
-      const [encryption] = state.encryption;
-      if (selection.id === signing.kid || selection.id === encryption.id)
-        throw new Error(`${selection.id} is a current key; run keys:rotate first, then retire it`);
-      const known = [...state.signing.map((key) => key.kid), ...state.encryption.map((key) => key.id)];
-      if (!known.includes(selection.id)) throw new Error(`No key ${selection.id} in the ring`);
-      return (_, id) => id === selection.id;
-    }
-    case 'expired': {
-      const now = (selection.now ?? new Date()).getTime();
-      const lifetime = {
-        signing: selection.accessTokenTtlSeconds * 1000,
-        encryption: selection.refreshTokenTtlSeconds * 1000,
-      };
-      const superseded = new Map<string, Date | undefined>([
-        ...state.signing.map((key) => [key.kid, key.supersededAt] as const),
-        ...state.encryption.map((key) => [key.id, key.supersededAt] as const),
-      ]);
-      return (kind, id) => {
-        const since = superseded.get(id);
-        return since !== undefined && now - since.getTime() >= lifetime[kind] + RETIRE_MARGIN_MS;
-      };
-    }
-  }
-}
-
-/**
  * Writes generation n + 1 from generation n (`current` reads it, for a change that needs it).
  * Linking fails when another writer took n + 1 first: then the change is made again on top
  * of theirs. Afterwards the older generations are emptied and the legacy files removed.
  */
-async function commit(
+export async function commit(
   dir: string,
   change: (current: () => Promise<KeyRingState | undefined>) => Promise<KeyRingFile>,
 ): Promise<KeyRingState> {
@@ -440,7 +261,7 @@ async function emptySuperseded(dir: string, generation: number): Promise<void> {
   }
 }
 
-function toFile(signing: readonly SigningKey[], encryption: readonly EncryptionKey[]): KeyRingFile {
+export function toFile(signing: readonly SigningKey[], encryption: readonly EncryptionKey[]): KeyRingFile {
   return {
     signing: signing.map((key) => ({
       kid: key.kid,
@@ -458,21 +279,6 @@ function toFile(signing: readonly SigningKey[], encryption: readonly EncryptionK
       key: key.key.toString('base64'),
     })),
   };
-}
-
-function newSigningKey(createdAt: string): KeyRingFile['signing'][number] {
-  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  return {
-    kid: thumbprint(publicKey),
-    createdAt,
-    privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
-    publicKey: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
-  };
-}
-
-function newEncryptionKey(createdAt: string): KeyRingFile['encryption'][number] {
-  const key = randomBytes(32);
-  return { id: encryptionKeyId(key), createdAt, key: key.toString('base64') };
 }
 
 async function listDir(dir: string): Promise<string[]> {
