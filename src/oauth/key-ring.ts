@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
-import { newestGeneration, readKeyRing } from '../stores/key-ring/file-store.ts';
+import { readKeyRing } from '../stores/key-ring/file-store.ts';
+import { newestGeneration } from '../stores/key-ring/ring-file.ts';
 import type { AccessTokenKeys } from './access-token.ts';
 import type { KeyRingState } from './key-ring-store.ts';
 

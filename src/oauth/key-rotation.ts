@@ -1,5 +1,7 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { commit, type KeyRingFile, readKeyRing, toFile } from '../stores/key-ring/file-store.ts';
+import { commit } from '../stores/key-ring/commit.ts';
+import { readKeyRing } from '../stores/key-ring/file-store.ts';
+import { type KeyRingFile, toFile } from '../stores/key-ring/ring-file.ts';
 import { encryptionKeyId, type KeyRingState, NoKeys, thumbprint } from './key-ring-store.ts';
 
 export class KeyFilesExist extends Error {
