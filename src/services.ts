@@ -109,7 +109,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   });
   const refreshTokens = createRefreshTokenService({
     store: base.stores.refreshTokens,
-    keys: keyRing.refreshTokenKeys,
+    keys: keyRing.refreshTokenMacKeys,
     ttlSeconds: config.refreshTokenTtl,
     leaseSeconds: config.refreshTokenLeaseSeconds,
   });
@@ -139,7 +139,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
       scopes: base.stores.scopes,
       sessions: base.sessions,
       sealer: createRequestSealer({
-        keys: keyRing.refreshTokenKeys,
+        keys: keyRing.refreshTokenMacKeys,
         ttlSeconds: SIGN_IN_FORM_TTL_SECONDS,
       }),
       store: base.stores.authorizations,

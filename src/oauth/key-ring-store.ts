@@ -1,5 +1,6 @@
 import { createHash, type KeyObject } from 'node:crypto';
 
+/** An RSA key pair that signs access tokens (the current one) or only verifies them (earlier ones). */
 export interface SigningKey {
   kid: string;
   createdAt: Date;
@@ -9,7 +10,11 @@ export interface SigningKey {
   privateKey?: KeyObject;
 }
 
-export interface EncryptionKey {
+/**
+ * A refresh-token MAC key: 32 random bytes, the HMAC-SHA256 key of the MAC every refresh
+ * token carries, from which the sign-in form's seal key is also derived. It encrypts nothing.
+ */
+export interface RefreshTokenMacKey {
   id: string;
   createdAt: Date;
   supersededAt?: Date;
@@ -21,7 +26,7 @@ export interface KeyRingState {
   /** 0 for the three files of earlier versions. */
   generation: number;
   signing: readonly [SigningKey & { privateKey: KeyObject }, ...SigningKey[]];
-  encryption: readonly [EncryptionKey, ...EncryptionKey[]];
+  refreshTokenMac: readonly [RefreshTokenMacKey, ...RefreshTokenMacKey[]];
 }
 
 export class NoKeys extends Error {
@@ -32,10 +37,10 @@ export class NoKeys extends Error {
 }
 
 /**
- * The id of a refresh-token HMAC key, derived from its bytes so that every node computes the
+ * The id of a refresh-token MAC key, derived from its bytes so that every node computes the
  * same id for the same key (6 bytes of SHA-256, base64url).
  */
-export function encryptionKeyId(key: Buffer): string {
+export function refreshTokenMacKeyId(key: Buffer): string {
   return createHash('sha256').update(key).digest('base64url').slice(0, 8);
 }
 

@@ -5,17 +5,17 @@ import type { AccessTokenKeys } from './access-token.ts';
 import type { KeyRingState } from './key-ring-store.ts';
 
 /**
- * The refresh-token HMAC keys: the current one digests new tokens, every other one still
- * verifies the tokens made under it until it is retired.
+ * The refresh-token MAC keys: the current one makes the MAC of new tokens, every other one
+ * still verifies the tokens made under it until it is retired.
  */
-export interface RefreshTokenKeys {
+export interface RefreshTokenMacKeys {
   current(): { id: string; key: Buffer };
   byId(id: string): Buffer | undefined;
 }
 
 /** The keys in force in this process, following KEYS_DIR as it changes. */
 export interface KeyRing extends AccessTokenKeys {
-  readonly refreshTokenKeys: RefreshTokenKeys;
+  readonly refreshTokenMacKeys: RefreshTokenMacKeys;
   /** Stops following the directory. */
   close(): void;
 }
@@ -62,9 +62,9 @@ export async function openKeyRing(
   return {
     signingKey: () => keys.signing,
     verificationKey: (kid) => keys.verification.get(kid),
-    refreshTokenKeys: {
-      current: () => keys.encryption,
-      byId: (id) => keys.encryptionById.get(id),
+    refreshTokenMacKeys: {
+      current: () => keys.refreshTokenMac,
+      byId: (id) => keys.refreshTokenMacById.get(id),
     },
     close: () => clearInterval(timer),
   };
@@ -73,12 +73,12 @@ export async function openKeyRing(
 /** A generation, arranged for lookups by id. */
 function indexed(ring: KeyRingState) {
   const [signing] = ring.signing;
-  const [encryption] = ring.encryption;
+  const [refreshTokenMac] = ring.refreshTokenMac;
   return {
     generation: ring.generation,
     signing: { privateKey: signing.privateKey, kid: signing.kid },
     verification: new Map<string, KeyObject>(ring.signing.map((key) => [key.kid, key.publicKey])),
-    encryption: { id: encryption.id, key: encryption.key },
-    encryptionById: new Map<string, Buffer>(ring.encryption.map((key) => [key.id, key.key])),
+    refreshTokenMac: { id: refreshTokenMac.id, key: refreshTokenMac.key },
+    refreshTokenMacById: new Map<string, Buffer>(ring.refreshTokenMac.map((key) => [key.id, key.key])),
   };
 }

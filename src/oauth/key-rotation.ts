@@ -2,7 +2,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { commit } from '../stores/key-ring/commit.ts';
 import { readKeyRing } from '../stores/key-ring/file-store.ts';
 import { type KeyRingFile, toFile } from '../stores/key-ring/ring-file.ts';
-import { encryptionKeyId, type KeyRingState, NoKeys, thumbprint } from './key-ring-store.ts';
+import { type KeyRingState, NoKeys, refreshTokenMacKeyId, thumbprint } from './key-ring-store.ts';
 
 export class KeyFilesExist extends Error {
   constructor(dir: string) {
@@ -12,14 +12,14 @@ export class KeyFilesExist extends Error {
 }
 
 /**
- * Writes a fresh ring: one new signing key and one new encryption key. Without `force` it
+ * Writes a fresh ring: one new signing key and one new refresh-token MAC key. Without `force` it
  * refuses when any keys exist; with it, every earlier key is dropped at once.
  */
 export async function generateKeyFiles(dir: string, options: { force: boolean }): Promise<void> {
   await commit(dir, async (current) => {
     if (!options.force && (await current())) throw new KeyFilesExist(dir);
     const now = new Date().toISOString();
-    return { signing: [newSigningKey(now)], encryption: [newEncryptionKey(now)] };
+    return { signing: [newSigningKey(now)], encryption: [newRefreshTokenMacKey(now)] };
   });
 }
 
@@ -38,7 +38,7 @@ export async function ensureKeyFiles(dir: string): Promise<boolean> {
 }
 
 /**
- * A new signing key and a new encryption key become current; the previous ones keep
+ * A new signing key and a new refresh-token MAC key become current; the previous ones keep
  * verifying until they are retired. The previous private key is dropped: it never signs again.
  */
 export async function rotateKeys(dir: string, now = new Date()): Promise<KeyRingState> {
@@ -50,11 +50,11 @@ export async function rotateKeys(dir: string, now = new Date()): Promise<KeyRing
       ring.signing.map((key) =>
         key.supersededAt ? key : { ...key, privateKey: undefined, supersededAt: now },
       ),
-      ring.encryption.map((key) => (key.supersededAt ? key : { ...key, supersededAt: now })),
+      ring.refreshTokenMac.map((key) => (key.supersededAt ? key : { ...key, supersededAt: now })),
     );
     return {
       signing: [newSigningKey(at), ...earlier.signing],
-      encryption: [newEncryptionKey(at), ...earlier.encryption],
+      encryption: [newRefreshTokenMacKey(at), ...earlier.encryption],
     };
   });
 }
@@ -83,10 +83,12 @@ export async function retireKeys(
     const state = await current();
     if (!state) throw new NoKeys(dir);
     const isRetired = retirement(selection, state);
-    const file = toFile(state.signing, state.encryption);
+    const file = toFile(state.signing, state.refreshTokenMac);
     const keep = {
       signing: file.signing.filter((key, index) => index === 0 || !isRetired('signing', key.kid)),
-      encryption: file.encryption.filter((key, index) => index === 0 || !isRetired('encryption', key.id)),
+      encryption: file.encryption.filter(
+        (key, index) => index === 0 || !isRetired('refreshTokenMac', key.id),
+      ),
     };
     retired = [
       ...file.signing.filter((key) => !keep.signing.includes(key)).map((key) => key.kid),
@@ -106,16 +108,16 @@ class NothingToRetire extends Error {}
 function retirement(
   selection: RetireSelection,
   state: KeyRingState,
-): (kind: 'signing' | 'encryption', id: string) => boolean {
+): (kind: 'signing' | 'refreshTokenMac', id: string) => boolean {
   switch (selection.kind) {
     case 'all':
       return () => true;
     case 'id': {
       const [signing] = state.signing;
-      const [encryption] = state.encryption;
-      if (selection.id === signing.kid || selection.id === encryption.id)
+      const [refreshTokenMac] = state.refreshTokenMac;
+      if (selection.id === signing.kid || selection.id === refreshTokenMac.id)
         throw new Error(`${selection.id} is a current key; run keys:rotate first, then retire it`);
-      const known = [...state.signing.map((key) => key.kid), ...state.encryption.map((key) => key.id)];
+      const known = [...state.signing.map((key) => key.kid), ...state.refreshTokenMac.map((key) => key.id)];
       if (!known.includes(selection.id)) throw new Error(`No key ${selection.id} in the ring`);
       return (_, id) => id === selection.id;
     }
@@ -123,11 +125,11 @@ function retirement(
       const now = (selection.now ?? new Date()).getTime();
       const lifetime = {
         signing: selection.accessTokenTtlSeconds * 1000,
-        encryption: selection.refreshTokenTtlSeconds * 1000,
+        refreshTokenMac: selection.refreshTokenTtlSeconds * 1000,
       };
       const superseded = new Map<string, Date | undefined>([
         ...state.signing.map((key) => [key.kid, key.supersededAt] as const),
-        ...state.encryption.map((key) => [key.id, key.supersededAt] as const),
+        ...state.refreshTokenMac.map((key) => [key.id, key.supersededAt] as const),
       ]);
       return (kind, id) => {
         const since = superseded.get(id);
@@ -147,7 +149,7 @@ function newSigningKey(createdAt: string): KeyRingFile['signing'][number] {
   };
 }
 
-function newEncryptionKey(createdAt: string): KeyRingFile['encryption'][number] {
+function newRefreshTokenMacKey(createdAt: string): KeyRingFile['encryption'][number] {
   const key = randomBytes(32);
-  return { id: encryptionKeyId(key), createdAt, key: key.toString('base64') };
+  return { id: refreshTokenMacKeyId(key), createdAt, key: key.toString('base64') };
 }

@@ -26,7 +26,7 @@ describe('cli keys:*', () => {
     assert.equal(first.code, 0, first.stderr);
     const ring = await readKeyRing(env.KEYS_DIR);
     assert.match(first.stdout, new RegExp(`signing +${ring.signing[0].kid} +signs`));
-    assert.match(first.stdout, new RegExp(`refresh +${ring.encryption[0].id} +mints`));
+    assert.match(first.stdout, new RegExp(`refresh +${ring.refreshTokenMac[0].id} +mints`));
 
     const again = await runCli(['keys:generate'], { cwd, env });
     assert.ok(isOneLineFailure(again), again.stderr);
@@ -86,7 +86,7 @@ describe('cli keys:*', () => {
       left.signing.map((key) => key.kid),
       [current],
     );
-    assert.equal(left.encryption.length, 1);
+    assert.equal(left.refreshTokenMac.length, 1);
   });
 
   test('keys:rotate and keys:list without keys fail with one line saying what to run', async () => {

@@ -28,16 +28,16 @@ describe('the key ring of a process', () => {
     const ring = await openKeyRing(dir, { reloadMs: 20 });
     try {
       const first = ring.signingKey();
-      const firstRefresh = ring.refreshTokenKeys.current();
+      const firstRefresh = ring.refreshTokenMacKeys.current();
       const rotated = await rotateKeys(dir);
       await eventually(() => ring.signingKey().kid === rotated.signing[0].kid, 'the new key signs');
-      assert.equal(ring.refreshTokenKeys.current().id, rotated.encryption[0].id);
+      assert.equal(ring.refreshTokenMacKeys.current().id, rotated.refreshTokenMac[0].id);
       assert.ok(ring.verificationKey(first.kid), 'the earlier key still verifies');
-      assert.deepEqual(ring.refreshTokenKeys.byId(firstRefresh.id), firstRefresh.key);
+      assert.deepEqual(ring.refreshTokenMacKeys.byId(firstRefresh.id), firstRefresh.key);
 
       await retireKeys(dir, { kind: 'all' });
       await eventually(() => ring.verificationKey(first.kid) === undefined, 'the retired key is gone');
-      assert.equal(ring.refreshTokenKeys.byId(firstRefresh.id), undefined);
+      assert.equal(ring.refreshTokenMacKeys.byId(firstRefresh.id), undefined);
       assert.equal(ring.signingKey().kid, rotated.signing[0].kid);
       assert.equal(ring.verificationKey('unknown'), undefined);
     } finally {
@@ -113,7 +113,7 @@ describe('refresh tokens across a rotation of the refresh-token key (one process
   test('a token made before keys:rotate still refreshes after it; after keys:retire it is refused', async () => {
     const [refreshed, retired] = [await login(), await login()];
     const rotated = await rotateKeys(server.keysDir);
-    const newKeyId = rotated.encryption[0].id;
+    const newKeyId = rotated.refreshTokenMac[0].id;
     assert.notEqual(keyIdOf(refreshed), newKeyId);
     await eventually(async () => keyIdOf(await login()) === newKeyId, 'new tokens carry the new key id');
 

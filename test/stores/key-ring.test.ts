@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { encryptionKeyId, type KeyRingState, thumbprint } from '../../src/oauth/key-ring-store.ts';
+import { type KeyRingState, refreshTokenMacKeyId, thumbprint } from '../../src/oauth/key-ring-store.ts';
 import {
   ensureKeyFiles,
   generateKeyFiles,
@@ -22,19 +22,19 @@ import { readKeyRing } from '../../src/stores/key-ring/file-store.ts';
 
 const freshDir = () => mkdtempSync(join(tmpdir(), 'keys-'));
 const kids = (ring: KeyRingState) => ring.signing.map((key) => key.kid);
-const encryptionIds = (ring: KeyRingState) => ring.encryption.map((key) => key.id);
+const macKeyIds = (ring: KeyRingState) => ring.refreshTokenMac.map((key) => key.id);
 const HOUR = 3_600_000;
 
 /** The three files an earlier version wrote, and what it called them. */
-function writeLegacyFiles(dir: string): { kid: string; encryptionKey: Buffer } {
+function writeLegacyFiles(dir: string): { kid: string; macKey: Buffer } {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  const encryptionKey = randomBytes(32);
+  const macKey = randomBytes(32);
   writeFileSync(join(dir, 'private.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), {
     mode: 0o600,
   });
   writeFileSync(join(dir, 'public.key'), publicKey.export({ type: 'spki', format: 'pem' }));
-  writeFileSync(join(dir, 'encryption.key'), `${encryptionKey.toString('base64')}\n`, { mode: 0o600 });
-  return { kid: thumbprint(publicKey), encryptionKey };
+  writeFileSync(join(dir, 'encryption.key'), `${macKey.toString('base64')}\n`, { mode: 0o600 });
+  return { kid: thumbprint(publicKey), macKey };
 }
 
 describe('generating keys', () => {
@@ -49,10 +49,10 @@ describe('generating keys', () => {
     assert.equal(ring.signing.length, 1);
     assert.match(ring.signing[0].kid, /^[\w-]{43}$/);
     assert.equal(ring.signing[0].kid, thumbprint(ring.signing[0].publicKey));
-    assert.equal(ring.encryption[0].key.length, 32);
+    assert.equal(ring.refreshTokenMac[0].key.length, 32);
     assert.equal(
-      ring.encryption[0].id,
-      createHash('sha256').update(ring.encryption[0].key).digest('base64url').slice(0, 8),
+      ring.refreshTokenMac[0].id,
+      createHash('sha256').update(ring.refreshTokenMac[0].key).digest('base64url').slice(0, 8),
     );
   });
 
@@ -76,15 +76,15 @@ describe('generating keys', () => {
     await generateKeyFiles(dir, { force: true });
     const after = await readKeyRing(dir);
     assert.equal(after.signing.length, 1);
-    assert.equal(after.encryption.length, 1);
+    assert.equal(after.refreshTokenMac.length, 1);
     assert.ok(!kids(before).includes(after.signing[0].kid));
-    assert.ok(!encryptionIds(before).includes(after.encryption[0].id));
+    assert.ok(!macKeyIds(before).includes(after.refreshTokenMac[0].id));
   });
 
   test('an earlier generation keeps its number but no longer holds any key', async () => {
     const dir = freshDir();
     await generateKeyFiles(dir, { force: false });
-    const secret = (await readKeyRing(dir)).encryption[0].key.toString('base64');
+    const secret = (await readKeyRing(dir)).refreshTokenMac[0].key.toString('base64');
     await rotateKeys(dir);
     assert.deepEqual(readdirSync(dir).sort(), ['keyring-1.json', 'keyring-2.json']);
     const emptied = readFileSync(join(dir, 'keyring-1.json'), 'utf8');
@@ -102,8 +102,8 @@ describe('the files of earlier versions', () => {
     const ring = await readKeyRing(dir);
     assert.equal(ring.generation, 0);
     assert.deepEqual(kids(ring), [legacy.kid]);
-    assert.deepEqual(encryptionIds(ring), [encryptionKeyId(legacy.encryptionKey)]);
-    assert.deepEqual(ring.encryption[0].key, legacy.encryptionKey);
+    assert.deepEqual(macKeyIds(ring), [refreshTokenMacKeyId(legacy.macKey)]);
+    assert.deepEqual(ring.refreshTokenMac[0].key, legacy.macKey);
   });
 
   test('the first rotation folds them into the ring, still verifying, and removes them', async () => {
@@ -115,7 +115,7 @@ describe('the files of earlier versions', () => {
     assert.equal(ring.signing[1]?.kid, legacy.kid);
     assert.ok(ring.signing[1]?.supersededAt);
     assert.equal(ring.signing[1]?.privateKey, undefined, 'the superseded private key is dropped');
-    assert.deepEqual(ring.encryption[1]?.key, legacy.encryptionKey);
+    assert.deepEqual(ring.refreshTokenMac[1]?.key, legacy.macKey);
   });
 
   test('a public key that does not belong to the private key is refused', async () => {
@@ -162,9 +162,9 @@ describe('key files that deployments hold today', () => {
       'S4va1VFvJVkggOoOuY1DpM4u3X6iqaO2_HMpeAej9Bo',
       'nV7GCaa0pgaCvlN6hUZKhvyj80eNNtU2Dh-TWGu2F7I',
     ]);
-    assert.deepEqual(encryptionIds(ring), ['BJutCk4V', '7cpD7XBI']);
+    assert.deepEqual(macKeyIds(ring), ['BJutCk4V', '7cpD7XBI']);
     assert.deepEqual(
-      ring.encryption.map((key) => key.key.toString('base64')),
+      ring.refreshTokenMac.map((key) => key.key.toString('base64')),
       written.encryption.map((key: { key: string }) => key.key),
     );
     assert.deepEqual(ring.signing[1]?.supersededAt, new Date('2026-11-24T20:29:30.707Z'));
@@ -198,16 +198,16 @@ describe('key files that deployments hold today', () => {
     assert.equal(ring.generation, 0);
     assert.deepEqual(kids(ring), ['bAadteacnKR7KhenBAoHQCoWBq3O3ndMlJFIsnXE-MI']);
     assert.equal(thumbprint(createPublicKey(readFileSync(join(dir, 'public.key')))), kids(ring)[0]);
-    assert.deepEqual(encryptionIds(ring), ['ib2b_I5x']);
+    assert.deepEqual(macKeyIds(ring), ['ib2b_I5x']);
     assert.equal(
-      ring.encryption[0].key.toString('base64'),
+      ring.refreshTokenMac[0].key.toString('base64'),
       readFileSync(join(dir, 'encryption.key'), 'utf8').trim(),
     );
 
     const rotated = await rotateKeys(dir);
     assert.deepEqual(readdirSync(dir), ['keyring-1.json']);
     assert.deepEqual(kids(rotated).slice(1), kids(ring));
-    assert.deepEqual(encryptionIds(rotated).slice(1), encryptionIds(ring));
+    assert.deepEqual(macKeyIds(rotated).slice(1), macKeyIds(ring));
   });
 });
 
@@ -219,7 +219,7 @@ describe('rotating keys', () => {
     const rotated = await rotateKeys(dir);
     assert.equal(rotated.generation, 2);
     assert.deepEqual(kids(rotated).slice(1), kids(first));
-    assert.deepEqual(encryptionIds(rotated).slice(1), encryptionIds(first));
+    assert.deepEqual(macKeyIds(rotated).slice(1), macKeyIds(first));
     assert.ok(rotated.signing[0].privateKey);
     assert.ok(rotated.signing.slice(1).every((key) => key.privateKey === undefined && key.supersededAt));
     assert.deepEqual(await readKeyRing(dir), rotated);
@@ -232,7 +232,7 @@ describe('rotating keys', () => {
     const final = await readKeyRing(dir);
     assert.equal(final.generation, 6);
     assert.equal(final.signing.length, 6);
-    assert.equal(final.encryption.length, 6);
+    assert.equal(final.refreshTokenMac.length, 6);
     for (const ring of rings)
       assert.ok(kids(final).includes(ring.signing[0].kid), 'every new key is in the ring');
     assert.ok(
@@ -277,18 +277,18 @@ describe('retiring keys', () => {
     await generateKeyFiles(dir, { force: false });
     const now = Date.now();
     const original = await rotateKeys(dir, new Date(now - 2 * HOUR));
-    const [oldSigning, oldEncryption] = [original.signing[1]?.kid, original.encryption[1]?.id];
+    const [oldSigning, oldMacKey] = [original.signing[1]?.kid, original.refreshTokenMac[1]?.id];
     await rotateKeys(dir, new Date(now - HOUR / 2));
 
     const early = await retireKeys(dir, { kind: 'expired', ...ttl, now: new Date(now) });
     assert.deepEqual(early.retired, [oldSigning], 'the access tokens of the oldest signing key expired');
     assert.equal(early.ring.signing.length, 2);
-    assert.equal(early.ring.encryption.length, 3, 'refresh tokens live a day: every refresh key stays');
+    assert.equal(early.ring.refreshTokenMac.length, 3, 'refresh tokens live a day: every refresh key stays');
 
     const nextDay = await retireKeys(dir, { kind: 'expired', ...ttl, now: new Date(now + 23 * HOUR) });
-    assert.ok(nextDay.retired.includes(oldEncryption ?? ''));
+    assert.ok(nextDay.retired.includes(oldMacKey ?? ''));
     assert.equal(nextDay.ring.signing.length, 1);
-    assert.equal(nextDay.ring.encryption.length, 2, 'superseded only 23.5 hours before');
+    assert.equal(nextDay.ring.refreshTokenMac.length, 2, 'superseded only 23.5 hours before');
   });
 
   test('nothing to retire leaves the ring as it is', async () => {
@@ -308,13 +308,13 @@ describe('retiring keys', () => {
     const ring = await rotateKeys(dir);
     const [current, middle, oldest] = kids(ring);
     await assert.rejects(retireKeys(dir, { kind: 'id', id: current ?? '' }), /is a current key/);
-    await assert.rejects(retireKeys(dir, { kind: 'id', id: ring.encryption[0].id }), /is a current key/);
+    await assert.rejects(retireKeys(dir, { kind: 'id', id: ring.refreshTokenMac[0].id }), /is a current key/);
     await assert.rejects(retireKeys(dir, { kind: 'id', id: 'nope' }), /No key nope/);
     const one = await retireKeys(dir, { kind: 'id', id: middle ?? '' });
     assert.deepEqual(one.retired, [middle]);
     assert.deepEqual(kids(one.ring), [current, oldest]);
     const all = await retireKeys(dir, { kind: 'all' });
     assert.deepEqual(kids(all.ring), [current]);
-    assert.deepEqual(encryptionIds(all.ring), [ring.encryption[0].id]);
+    assert.deepEqual(macKeyIds(all.ring), [ring.refreshTokenMac[0].id]);
   });
 });

@@ -28,7 +28,7 @@ export function printRing(ring: KeyRingState): void {
   ring.signing.forEach((key, index) => {
     console.log(line('signing', key.kid, key, index === 0 ? 'signs' : 'verifies'));
   });
-  ring.encryption.forEach((key, index) => {
+  ring.refreshTokenMac.forEach((key, index) => {
     console.log(line('refresh', key.id, key, index === 0 ? 'mints' : 'verifies'));
   });
 }

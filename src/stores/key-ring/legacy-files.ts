@@ -18,10 +18,10 @@ export async function readLegacy(dir: string): Promise<KeyRingState | undefined>
   }
   let privatePem: string | undefined;
   let publicPem: string | undefined;
-  let encryption: string | undefined;
+  let refreshTokenMac: string | undefined;
   let createdAt: string;
   try {
-    [privatePem, publicPem, encryption] = await Promise.all(
+    [privatePem, publicPem, refreshTokenMac] = await Promise.all(
       LEGACY_FILES.map((file) => readFile(join(dir, file), 'utf8')),
     );
     createdAt = (await stat(join(dir, 'private.key'))).mtime.toISOString();
@@ -33,6 +33,6 @@ export async function readLegacy(dir: string): Promise<KeyRingState | undefined>
   // The files carry no ids: '' asks checkRing to derive them.
   return checkRing(dir, 0, {
     signing: [{ kid: '', createdAt, privateKey: privatePem, publicKey: publicPem ?? '' }],
-    encryption: [{ id: '', createdAt, key: (encryption ?? '').trim() }],
+    encryption: [{ id: '', createdAt, key: (refreshTokenMac ?? '').trim() }],
   });
 }

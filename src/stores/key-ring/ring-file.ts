@@ -2,9 +2,9 @@ import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
-  type EncryptionKey,
-  encryptionKeyId,
   type KeyRingState,
+  type RefreshTokenMacKey,
+  refreshTokenMacKeyId,
   type SigningKey,
   thumbprint,
 } from '../../oauth/key-ring-store.ts';
@@ -22,6 +22,10 @@ export interface KeyRingFile {
     /** SPKI PEM. */
     publicKey: string;
   }[];
+  /**
+   * The refresh-token MAC keys. The first versions called them encryption keys, wrongly (they
+   * only ever compute HMACs); the member keeps that name so that every ring written reads.
+   */
   encryption: {
     id: string;
     createdAt: string;
@@ -88,20 +92,20 @@ export function checkRing(where: string, generation: number, file: KeyRingFile):
     if (entry.kid !== '' && entry.kid !== kid) fail(`signing key ${entry.kid} is not the key its kid names`);
     return { kid, publicKey, ...dates(entry, index, 'signing') };
   });
-  const encryption = file.encryption.map((entry, index): EncryptionKey => {
+  const refreshTokenMac = file.encryption.map((entry, index): RefreshTokenMacKey => {
     const key = Buffer.from(String(entry.key), 'base64');
     if (key.length < 32) fail(`encryption key ${entry.id} must hold 32 base64 bytes`);
-    const id = encryptionKeyId(key);
+    const id = refreshTokenMacKeyId(key);
     if (entry.id !== '' && entry.id !== id) fail(`encryption key ${entry.id} is not the key its id names`);
     return { id, key, ...dates(entry, index, 'encryption') };
   });
-  for (const ids of [signing.map((key) => key.kid), encryption.map((key) => key.id)]) {
+  for (const ids of [signing.map((key) => key.kid), refreshTokenMac.map((key) => key.id)]) {
     if (new Set(ids).size !== ids.length) fail('a key is listed twice');
   }
   const [current, ...earlierSigning] = signing;
-  const [currentEncryption, ...earlierEncryption] = encryption;
+  const [currentMac, ...earlierMac] = refreshTokenMac;
   if (!current) return fail('no signing key');
-  if (!currentEncryption) return fail('no encryption key');
+  if (!currentMac) return fail('no encryption key');
   const privateKey = parseKey(
     () => createPrivateKey(file.signing[0]?.privateKey ?? ''),
     'the private key',
@@ -112,7 +116,7 @@ export function checkRing(where: string, generation: number, file: KeyRingFile):
   return {
     generation,
     signing: [{ ...current, privateKey }, ...earlierSigning],
-    encryption: [currentEncryption, ...earlierEncryption],
+    refreshTokenMac: [currentMac, ...earlierMac],
   };
 }
 
@@ -129,7 +133,10 @@ function parseDate(value: unknown): Date | undefined {
   return Number.isNaN(parsed.getTime()) ? undefined : parsed;
 }
 
-export function toFile(signing: readonly SigningKey[], encryption: readonly EncryptionKey[]): KeyRingFile {
+export function toFile(
+  signing: readonly SigningKey[],
+  refreshTokenMac: readonly RefreshTokenMacKey[],
+): KeyRingFile {
   return {
     signing: signing.map((key) => ({
       kid: key.kid,
@@ -140,7 +147,7 @@ export function toFile(signing: readonly SigningKey[], encryption: readonly Encr
         : {}),
       publicKey: key.publicKey.export({ type: 'spki', format: 'pem' }).toString(),
     })),
-    encryption: encryption.map((key) => ({
+    encryption: refreshTokenMac.map((key) => ({
       id: key.id,
       createdAt: key.createdAt.toISOString(),
       ...(key.supersededAt ? { supersededAt: key.supersededAt.toISOString() } : {}),
