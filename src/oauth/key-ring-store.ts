@@ -21,17 +21,45 @@ export interface RefreshTokenMacKey {
   key: Buffer;
 }
 
-/** A generation of the ring, read and checked. The first key of each list is the current one. */
-export interface KeyRingState {
-  /** 0 for the three files of earlier versions. */
-  generation: number;
+/** The keys of a ring. In each list the first key is the current one: it signs (mints); the others only verify. */
+export interface KeyRingKeys {
   signing: readonly [SigningKey & { privateKey: KeyObject }, ...SigningKey[]];
   refreshTokenMac: readonly [RefreshTokenMacKey, ...RefreshTokenMacKey[]];
 }
 
+/** A generation of the ring, read and checked. */
+export interface KeyRingState extends KeyRingKeys {
+  /** Grows with every change; 0 for the key files of versions before rings. */
+  generation: number;
+}
+
+/**
+ * Where the key ring is kept, shared by every worker and node. Each change makes a new
+ * generation, made whole or not at all: no reader ever sees half a ring, and of concurrent
+ * changes none is lost.
+ */
+export interface KeyRingStore {
+  /** Where the ring is kept, for messages: the directory. */
+  readonly location: string;
+  /** The number of the generation in force, at the cost of a glance (processes poll it). */
+  newestGeneration(): Promise<number>;
+  /** The ring in force; throws NoKeys when there is none. */
+  read(): Promise<KeyRingState>;
+  /**
+   * Makes the next generation: `change` returns its keys, reading the ring in force through
+   * `current` (undefined when there is none) only if it needs it, so that a ring that cannot
+   * be read can still be replaced. When another writer changes the ring first, `change` runs
+   * again on top of that writer's ring; whatever `change` throws abandons the commit, with
+   * nothing written. Returns the generation written.
+   */
+  commit(
+    change: (current: () => Promise<KeyRingState | undefined>) => Promise<KeyRingKeys>,
+  ): Promise<KeyRingState>;
+}
+
 export class NoKeys extends Error {
-  constructor(dir: string) {
-    super(`No keys in ${dir}; run keys:generate`);
+  constructor(location: string) {
+    super(`No keys in ${location}; run keys:generate`);
     this.name = 'NoKeys';
   }
 }

@@ -1,8 +1,6 @@
 import type { KeyObject } from 'node:crypto';
-import { readKeyRing } from '../stores/key-ring/file-store.ts';
-import { newestGeneration } from '../stores/key-ring/ring-file.ts';
 import type { AccessTokenKeys } from './access-token.ts';
-import type { KeyRingState } from './key-ring-store.ts';
+import type { KeyRingState, KeyRingStore } from './key-ring-store.ts';
 
 /**
  * The refresh-token MAC keys: the current one makes the MAC of new tokens, every other one
@@ -13,7 +11,7 @@ export interface RefreshTokenMacKeys {
   byId(id: string): Buffer | undefined;
 }
 
-/** The keys in force in this process, following KEYS_DIR as it changes. */
+/** The keys in force in this process, following the key ring store as it changes. */
 export interface KeyRing extends AccessTokenKeys {
   readonly refreshTokenMacKeys: RefreshTokenMacKeys;
   /** Stops following the directory. */
@@ -24,18 +22,18 @@ export interface KeyRing extends AccessTokenKeys {
 export const KEY_RING_RELOAD_MS = 2_000;
 
 /**
- * Reads the ring in force, then polls the directory for a newer generation and switches to
- * it: every worker of every node follows `keys:rotate` and `keys:retire` within a couple of
+ * Reads the ring in force, then polls the store for a newer generation and switches to it:
+ * every worker of every node follows `keys:rotate` and `keys:retire` within a couple of
  * seconds, without a restart or a signal. Polling rather than fs.watch: watching is unreliable
  * on network and overlay volumes, and a poll is one directory listing. A generation that cannot
  * be read is reported and the keys in force are kept.
  */
 export async function openKeyRing(
-  dir: string,
+  store: KeyRingStore,
   options: { log?: (message: string) => void; reloadMs?: number } = {},
 ): Promise<KeyRing> {
   const log = options.log ?? (() => {});
-  let keys = indexed(await readKeyRing(dir));
+  let keys = indexed(await store.read());
   let checking = false;
   let failing = false;
 
@@ -43,14 +41,14 @@ export async function openKeyRing(
     if (checking) return;
     checking = true;
     try {
-      if ((await newestGeneration(dir)) === keys.generation) return;
-      keys = indexed(await readKeyRing(dir));
+      if ((await store.newestGeneration()) === keys.generation) return;
+      keys = indexed(await store.read());
       failing = false;
       log(`Key ring generation ${keys.generation} in force (signing key ${keys.signing.kid})`);
     } catch (error) {
       if (!failing)
         log(
-          `Key ring in ${dir} unreadable, keeping generation ${keys.generation}: ${(error as Error).message}`,
+          `Key ring in ${store.location} unreadable, keeping generation ${keys.generation}: ${(error as Error).message}`,
         );
       failing = true;
     } finally {

@@ -1,13 +1,27 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { commit } from '../stores/key-ring/commit.ts';
-import { readKeyRing } from '../stores/key-ring/file-store.ts';
-import { type KeyRingFile, toFile } from '../stores/key-ring/ring-file.ts';
-import { type KeyRingState, NoKeys, refreshTokenMacKeyId, thumbprint } from './key-ring-store.ts';
+import {
+  type KeyRingKeys,
+  type KeyRingState,
+  type KeyRingStore,
+  NoKeys,
+  type RefreshTokenMacKey,
+  refreshTokenMacKeyId,
+  type SigningKey,
+  thumbprint,
+} from './key-ring-store.ts';
 
-export class KeyFilesExist extends Error {
-  constructor(dir: string) {
-    super(`Keys already exist in ${dir}; pass --force to replace them (this invalidates every issued token)`);
-    this.name = 'KeyFilesExist';
+/**
+ * How the key ring changes: a fresh ring, a rotation that signs nobody out, and the
+ * retirement of earlier keys once nothing they made can still be alive. Each change is one
+ * commit of the store, so concurrent changes from several nodes are all kept.
+ */
+
+export class KeyRingExists extends Error {
+  constructor(location: string) {
+    super(
+      `Keys already exist in ${location}; pass --force to replace them (this invalidates every issued token)`,
+    );
+    this.name = 'KeyRingExists';
   }
 }
 
@@ -15,24 +29,24 @@ export class KeyFilesExist extends Error {
  * Writes a fresh ring: one new signing key and one new refresh-token MAC key. Without `force` it
  * refuses when any keys exist; with it, every earlier key is dropped at once.
  */
-export async function generateKeyFiles(dir: string, options: { force: boolean }): Promise<void> {
-  await commit(dir, async (current) => {
-    if (!options.force && (await current())) throw new KeyFilesExist(dir);
-    const now = new Date().toISOString();
-    return { signing: [newSigningKey(now)], encryption: [newRefreshTokenMacKey(now)] };
+export async function generateKeys(store: KeyRingStore, options: { force: boolean }): Promise<KeyRingState> {
+  return store.commit(async (current) => {
+    if (!options.force && (await current())) throw new KeyRingExists(store.location);
+    const now = new Date();
+    return { signing: [newSigningKey(now)], refreshTokenMac: [newRefreshTokenMacKey(now)] };
   });
 }
 
 /**
- * Generates keys unless the directory has some. Returns true when it wrote them. Nodes
+ * Generates keys unless the store has some. Returns true when it wrote them. Nodes
  * starting at once on a shared directory race here: exactly one writes, the others use its ring.
  */
-export async function ensureKeyFiles(dir: string): Promise<boolean> {
+export async function ensureKeys(store: KeyRingStore): Promise<boolean> {
   try {
-    await generateKeyFiles(dir, { force: false });
+    await generateKeys(store, { force: false });
     return true;
   } catch (error) {
-    if (error instanceof KeyFilesExist) return false;
+    if (error instanceof KeyRingExists) return false;
     throw error;
   }
 }
@@ -41,20 +55,26 @@ export async function ensureKeyFiles(dir: string): Promise<boolean> {
  * A new signing key and a new refresh-token MAC key become current; the previous ones keep
  * verifying until they are retired. The previous private key is dropped: it never signs again.
  */
-export async function rotateKeys(dir: string, now = new Date()): Promise<KeyRingState> {
-  const at = now.toISOString();
-  return commit(dir, async (current) => {
+export async function rotateKeys(store: KeyRingStore, now = new Date()): Promise<KeyRingState> {
+  return store.commit(async (current) => {
     const ring = await current();
-    if (!ring) throw new NoKeys(dir);
-    const earlier = toFile(
-      ring.signing.map((key) =>
-        key.supersededAt ? key : { ...key, privateKey: undefined, supersededAt: now },
-      ),
-      ring.refreshTokenMac.map((key) => (key.supersededAt ? key : { ...key, supersededAt: now })),
-    );
+    if (!ring) throw new NoKeys(store.location);
     return {
-      signing: [newSigningKey(at), ...earlier.signing],
-      encryption: [newRefreshTokenMacKey(at), ...earlier.encryption],
+      signing: [
+        newSigningKey(now),
+        ...ring.signing.map(
+          (key): SigningKey => ({
+            kid: key.kid,
+            createdAt: key.createdAt,
+            supersededAt: key.supersededAt ?? now,
+            publicKey: key.publicKey,
+          }),
+        ),
+      ],
+      refreshTokenMac: [
+        newRefreshTokenMacKey(now),
+        ...ring.refreshTokenMac.map((key) => ({ ...key, supersededAt: key.supersededAt ?? now })),
+      ],
     };
   });
 }
@@ -75,31 +95,30 @@ export const RETIRE_MARGIN_MS = 5 * 60_000;
 
 /** Removes earlier keys; returns the ids it removed and the ring now in force. */
 export async function retireKeys(
-  dir: string,
+  store: KeyRingStore,
   selection: RetireSelection,
 ): Promise<{ retired: string[]; ring: KeyRingState }> {
   let retired: string[] = [];
-  const ring = await commit(dir, async (current) => {
-    const state = await current();
-    if (!state) throw new NoKeys(dir);
-    const isRetired = retirement(selection, state);
-    const file = toFile(state.signing, state.refreshTokenMac);
-    const keep = {
-      signing: file.signing.filter((key, index) => index === 0 || !isRetired('signing', key.kid)),
-      encryption: file.encryption.filter(
-        (key, index) => index === 0 || !isRetired('refreshTokenMac', key.id),
-      ),
-    };
-    retired = [
-      ...file.signing.filter((key) => !keep.signing.includes(key)).map((key) => key.kid),
-      ...file.encryption.filter((key) => !keep.encryption.includes(key)).map((key) => key.id),
-    ];
-    if (retired.length === 0) throw new NothingToRetire();
-    return keep;
-  }).catch(async (error: unknown) => {
-    if (error instanceof NothingToRetire) return readKeyRing(dir);
-    throw error;
-  });
+  const ring = await store
+    .commit(async (current) => {
+      const state = await current();
+      if (!state) throw new NoKeys(store.location);
+      const isRetired = retirement(selection, state);
+      const [signing, ...earlierSigning] = state.signing;
+      const [refreshTokenMac, ...earlierMac] = state.refreshTokenMac;
+      const retiredSigning = earlierSigning.filter((key) => isRetired('signing', key.kid));
+      const retiredMac = earlierMac.filter((key) => isRetired('refreshTokenMac', key.id));
+      retired = [...retiredSigning.map((key) => key.kid), ...retiredMac.map((key) => key.id)];
+      if (retired.length === 0) throw new NothingToRetire();
+      return {
+        signing: [signing, ...earlierSigning.filter((key) => !retiredSigning.includes(key))],
+        refreshTokenMac: [refreshTokenMac, ...earlierMac.filter((key) => !retiredMac.includes(key))],
+      } satisfies KeyRingKeys;
+    })
+    .catch(async (error: unknown) => {
+      if (error instanceof NothingToRetire) return store.read();
+      throw error;
+    });
   return { retired, ring };
 }
 
@@ -139,17 +158,14 @@ function retirement(
   }
 }
 
-function newSigningKey(createdAt: string): KeyRingFile['signing'][number] {
+/** RSA, 2048 bits: the signing key every RS and PS algorithm the service pins can use. */
+function newSigningKey(createdAt: Date): KeyRingKeys['signing'][0] {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  return {
-    kid: thumbprint(publicKey),
-    createdAt,
-    privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
-    publicKey: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
-  };
+  return { kid: thumbprint(publicKey), createdAt, privateKey, publicKey };
 }
 
-function newRefreshTokenMacKey(createdAt: string): KeyRingFile['encryption'][number] {
+/** 256 random bits, the size of the HMAC-SHA256 output. */
+function newRefreshTokenMacKey(createdAt: Date): RefreshTokenMacKey {
   const key = randomBytes(32);
-  return { id: refreshTokenMacKeyId(key), createdAt, key: key.toString('base64') };
+  return { id: refreshTokenMacKeyId(key), createdAt, key };
 }

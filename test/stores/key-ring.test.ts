@@ -12,13 +12,13 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type KeyRingState, refreshTokenMacKeyId, thumbprint } from '../../src/oauth/key-ring-store.ts';
 import {
-  ensureKeyFiles,
-  generateKeyFiles,
-  KeyFilesExist,
+  ensureKeys,
+  generateKeys,
+  KeyRingExists,
   retireKeys,
   rotateKeys,
 } from '../../src/oauth/key-rotation.ts';
-import { readKeyRing } from '../../src/stores/key-ring/file-store.ts';
+import { fileKeyRingStore } from '../../src/stores/key-ring/file-store.ts';
 
 const freshDir = () => mkdtempSync(join(tmpdir(), 'keys-'));
 const kids = (ring: KeyRingState) => ring.signing.map((key) => key.kid);
@@ -40,11 +40,12 @@ function writeLegacyFiles(dir: string): { kid: string; macKey: Buffer } {
 describe('generating keys', () => {
   test('the first start writes one ring file, mode 0600, with a signing key and a refresh-token key', async () => {
     const dir = freshDir();
-    assert.equal(await ensureKeyFiles(dir), true);
-    assert.equal(await ensureKeyFiles(dir), false);
+    const store = fileKeyRingStore(dir);
+    assert.equal(await ensureKeys(store), true);
+    assert.equal(await ensureKeys(store), false);
     assert.deepEqual(readdirSync(dir), ['keyring-1.json']);
     assert.equal(statSync(join(dir, 'keyring-1.json')).mode & 0o777, 0o600);
-    const ring = await readKeyRing(dir);
+    const ring = await store.read();
     assert.equal(ring.generation, 1);
     assert.equal(ring.signing.length, 1);
     assert.match(ring.signing[0].kid, /^[\w-]{43}$/);
@@ -58,23 +59,25 @@ describe('generating keys', () => {
 
   test('concurrent first starts write exactly one ring and never overwrite it', async () => {
     const dir = freshDir();
-    const results = await Promise.all(Array.from({ length: 6 }, () => ensureKeyFiles(dir)));
+    const store = fileKeyRingStore(dir);
+    const results = await Promise.all(Array.from({ length: 6 }, () => ensureKeys(fileKeyRingStore(dir))));
     assert.equal(results.filter(Boolean).length, 1);
     const first = readFileSync(join(dir, 'keyring-1.json'), 'utf8');
-    await ensureKeyFiles(dir);
+    await ensureKeys(store);
     assert.equal(readFileSync(join(dir, 'keyring-1.json'), 'utf8'), first);
     assert.deepEqual(readdirSync(dir), ['keyring-1.json'], 'no temporary files left');
   });
 
   test('keys:generate refuses to replace keys without force; with force every earlier key is gone', async () => {
     const dir = freshDir();
-    await generateKeyFiles(dir, { force: false });
-    await rotateKeys(dir);
-    const before = await readKeyRing(dir);
-    await assert.rejects(generateKeyFiles(dir, { force: false }), KeyFilesExist);
-    assert.deepEqual(kids(await readKeyRing(dir)), kids(before));
-    await generateKeyFiles(dir, { force: true });
-    const after = await readKeyRing(dir);
+    const store = fileKeyRingStore(dir);
+    await generateKeys(store, { force: false });
+    await rotateKeys(store);
+    const before = await store.read();
+    await assert.rejects(generateKeys(store, { force: false }), KeyRingExists);
+    assert.deepEqual(kids(await store.read()), kids(before));
+    await generateKeys(store, { force: true });
+    const after = await store.read();
     assert.equal(after.signing.length, 1);
     assert.equal(after.refreshTokenMac.length, 1);
     assert.ok(!kids(before).includes(after.signing[0].kid));
@@ -83,23 +86,25 @@ describe('generating keys', () => {
 
   test('an earlier generation keeps its number but no longer holds any key', async () => {
     const dir = freshDir();
-    await generateKeyFiles(dir, { force: false });
-    const secret = (await readKeyRing(dir)).refreshTokenMac[0].key.toString('base64');
-    await rotateKeys(dir);
+    const store = fileKeyRingStore(dir);
+    await generateKeys(store, { force: false });
+    const secret = (await store.read()).refreshTokenMac[0].key.toString('base64');
+    await rotateKeys(store);
     assert.deepEqual(readdirSync(dir).sort(), ['keyring-1.json', 'keyring-2.json']);
     const emptied = readFileSync(join(dir, 'keyring-1.json'), 'utf8');
     assert.doesNotMatch(emptied, /PRIVATE KEY/);
     assert.ok(!emptied.includes(secret));
-    assert.equal((await readKeyRing(dir)).generation, 2);
+    assert.equal((await store.read()).generation, 2);
   });
 });
 
 describe('the files of earlier versions', () => {
   test('are read as generation 0 with the same kid and a derived refresh-key id', async () => {
     const dir = freshDir();
+    const store = fileKeyRingStore(dir);
     const legacy = writeLegacyFiles(dir);
-    assert.equal(await ensureKeyFiles(dir), false, 'nothing is generated over them');
-    const ring = await readKeyRing(dir);
+    assert.equal(await ensureKeys(store), false, 'nothing is generated over them');
+    const ring = await store.read();
     assert.equal(ring.generation, 0);
     assert.deepEqual(kids(ring), [legacy.kid]);
     assert.deepEqual(macKeyIds(ring), [refreshTokenMacKeyId(legacy.macKey)]);
@@ -108,8 +113,9 @@ describe('the files of earlier versions', () => {
 
   test('the first rotation folds them into the ring, still verifying, and removes them', async () => {
     const dir = freshDir();
+    const store = fileKeyRingStore(dir);
     const legacy = writeLegacyFiles(dir);
-    const ring = await rotateKeys(dir);
+    const ring = await rotateKeys(store);
     assert.deepEqual(readdirSync(dir), ['keyring-1.json']);
     assert.equal(ring.signing.length, 2);
     assert.equal(ring.signing[1]?.kid, legacy.kid);
@@ -124,15 +130,16 @@ describe('the files of earlier versions', () => {
     writeLegacyFiles(a);
     writeLegacyFiles(b);
     writeFileSync(join(a, 'public.key'), readFileSync(join(b, 'public.key')));
-    await assert.rejects(readKeyRing(a), /does not belong/);
+    await assert.rejects(fileKeyRingStore(a).read(), /does not belong/);
   });
 
   test('an incomplete set is reported, never completed or replaced', async () => {
     const dir = freshDir();
+    const store = fileKeyRingStore(dir);
     writeLegacyFiles(dir);
     rmSync(join(dir, 'encryption.key'));
-    await assert.rejects(ensureKeyFiles(dir), /Incomplete key set .*found only private.key, public.key/);
-    await assert.rejects(readKeyRing(dir), /Incomplete key set/);
+    await assert.rejects(ensureKeys(store), /Incomplete key set .*found only private.key, public.key/);
+    await assert.rejects(store.read(), /Incomplete key set/);
     assert.deepEqual(readdirSync(dir).sort(), ['private.key', 'public.key']);
   });
 });
@@ -155,8 +162,9 @@ describe('key files that deployments hold today', () => {
 
   test('a ring written by keys:generate and keys:rotate is read as it was written', async () => {
     const dir = copyOf('ring');
+    const store = fileKeyRingStore(dir);
     const written = readJson(join(dir, 'keyring-2.json'));
-    const ring = await readKeyRing(dir);
+    const ring = await store.read();
     assert.equal(ring.generation, 2);
     assert.deepEqual(kids(ring), [
       'S4va1VFvJVkggOoOuY1DpM4u3X6iqaO2_HMpeAej9Bo',
@@ -174,8 +182,9 @@ describe('key files that deployments hold today', () => {
 
   test('its next generation is written in the same format, the earlier keys carried over as they were', async () => {
     const dir = copyOf('ring');
+    const store = fileKeyRingStore(dir);
     const before = readJson(join(dir, 'keyring-2.json'));
-    await rotateKeys(dir);
+    await rotateKeys(store);
     const after = readJson(join(dir, 'keyring-3.json'));
     const [was, now] = [shape(before), shape(after)];
     assert.deepEqual(now, {
@@ -194,7 +203,8 @@ describe('key files that deployments hold today', () => {
 
   test('the three files of versions before rings are read, and folded into the ring by the first change', async () => {
     const dir = copyOf('legacy');
-    const ring = await readKeyRing(dir);
+    const store = fileKeyRingStore(dir);
+    const ring = await store.read();
     assert.equal(ring.generation, 0);
     assert.deepEqual(kids(ring), ['bAadteacnKR7KhenBAoHQCoWBq3O3ndMlJFIsnXE-MI']);
     assert.equal(thumbprint(createPublicKey(readFileSync(join(dir, 'public.key')))), kids(ring)[0]);
@@ -204,7 +214,7 @@ describe('key files that deployments hold today', () => {
       readFileSync(join(dir, 'encryption.key'), 'utf8').trim(),
     );
 
-    const rotated = await rotateKeys(dir);
+    const rotated = await rotateKeys(store);
     assert.deepEqual(readdirSync(dir), ['keyring-1.json']);
     assert.deepEqual(kids(rotated).slice(1), kids(ring));
     assert.deepEqual(macKeyIds(rotated).slice(1), macKeyIds(ring));
@@ -214,22 +224,24 @@ describe('key files that deployments hold today', () => {
 describe('rotating keys', () => {
   test('a new key signs and mints; the earlier ones keep verifying, without their private key', async () => {
     const dir = freshDir();
-    await generateKeyFiles(dir, { force: false });
-    const first = await readKeyRing(dir);
-    const rotated = await rotateKeys(dir);
+    const store = fileKeyRingStore(dir);
+    await generateKeys(store, { force: false });
+    const first = await store.read();
+    const rotated = await rotateKeys(store);
     assert.equal(rotated.generation, 2);
     assert.deepEqual(kids(rotated).slice(1), kids(first));
     assert.deepEqual(macKeyIds(rotated).slice(1), macKeyIds(first));
     assert.ok(rotated.signing[0].privateKey);
     assert.ok(rotated.signing.slice(1).every((key) => key.privateKey === undefined && key.supersededAt));
-    assert.deepEqual(await readKeyRing(dir), rotated);
+    assert.deepEqual(await store.read(), rotated);
   });
 
   test('concurrent rotations are all kept: none overwrites another', async () => {
     const dir = freshDir();
-    await generateKeyFiles(dir, { force: false });
-    const rings = await Promise.all(Array.from({ length: 5 }, () => rotateKeys(dir)));
-    const final = await readKeyRing(dir);
+    const store = fileKeyRingStore(dir);
+    await generateKeys(store, { force: false });
+    const rings = await Promise.all(Array.from({ length: 5 }, () => rotateKeys(fileKeyRingStore(dir))));
+    const final = await store.read();
     assert.equal(final.generation, 6);
     assert.equal(final.signing.length, 6);
     assert.equal(final.refreshTokenMac.length, 6);
@@ -243,15 +255,16 @@ describe('rotating keys', () => {
 
   test('a reader never sees half a ring while rotations are written', async () => {
     const dir = freshDir();
-    await generateKeyFiles(dir, { force: false });
+    const store = fileKeyRingStore(dir);
+    await generateKeys(store, { force: false });
     let writing = true;
     const writer = (async () => {
-      for (let i = 0; i < 8; i++) await rotateKeys(dir);
+      for (let i = 0; i < 8; i++) await rotateKeys(store);
       writing = false;
     })();
     let reads = 0;
     while (writing) {
-      const ring = await readKeyRing(dir);
+      const ring = await store.read();
       assert.ok(ring.signing[0].privateKey);
       reads++;
     }
@@ -261,11 +274,12 @@ describe('rotating keys', () => {
 
   test('a damaged newest generation is refused, naming the file', async () => {
     const dir = freshDir();
-    await generateKeyFiles(dir, { force: false });
+    const store = fileKeyRingStore(dir);
+    await generateKeys(store, { force: false });
     writeFileSync(join(dir, 'keyring-2.json'), '{"signing": [');
-    await assert.rejects(readKeyRing(dir), /keyring-2\.json is not valid JSON/);
+    await assert.rejects(store.read(), /keyring-2\.json is not valid JSON/);
     writeFileSync(join(dir, 'keyring-2.json'), '{"signing": [], "encryption": []}');
-    await assert.rejects(readKeyRing(dir), /keyring-2\.json: no signing key/);
+    await assert.rejects(store.read(), /keyring-2\.json: no signing key/);
   });
 });
 
@@ -274,18 +288,23 @@ describe('retiring keys', () => {
 
   test('by default only keys whose tokens have all expired, each after its own token lifetime', async () => {
     const dir = freshDir();
-    await generateKeyFiles(dir, { force: false });
+    const store = fileKeyRingStore(dir);
+    await generateKeys(store, { force: false });
     const now = Date.now();
-    const original = await rotateKeys(dir, new Date(now - 2 * HOUR));
+    const original = await rotateKeys(store, new Date(now - 2 * HOUR));
     const [oldSigning, oldMacKey] = [original.signing[1]?.kid, original.refreshTokenMac[1]?.id];
-    await rotateKeys(dir, new Date(now - HOUR / 2));
+    await rotateKeys(store, new Date(now - HOUR / 2));
 
-    const early = await retireKeys(dir, { kind: 'expired', ...ttl, now: new Date(now) });
+    const early = await retireKeys(store, { kind: 'expired', ...ttl, now: new Date(now) });
     assert.deepEqual(early.retired, [oldSigning], 'the access tokens of the oldest signing key expired');
     assert.equal(early.ring.signing.length, 2);
     assert.equal(early.ring.refreshTokenMac.length, 3, 'refresh tokens live a day: every refresh key stays');
 
-    const nextDay = await retireKeys(dir, { kind: 'expired', ...ttl, now: new Date(now + 23 * HOUR) });
+    const nextDay = await retireKeys(store, {
+      kind: 'expired',
+      ...ttl,
+      now: new Date(now + 23 * HOUR),
+    });
     assert.ok(nextDay.retired.includes(oldMacKey ?? ''));
     assert.equal(nextDay.ring.signing.length, 1);
     assert.equal(nextDay.ring.refreshTokenMac.length, 2, 'superseded only 23.5 hours before');
@@ -293,27 +312,32 @@ describe('retiring keys', () => {
 
   test('nothing to retire leaves the ring as it is', async () => {
     const dir = freshDir();
-    await generateKeyFiles(dir, { force: false });
-    await rotateKeys(dir);
-    const { retired, ring } = await retireKeys(dir, { kind: 'expired', ...ttl });
+    const store = fileKeyRingStore(dir);
+    await generateKeys(store, { force: false });
+    await rotateKeys(store);
+    const { retired, ring } = await retireKeys(store, { kind: 'expired', ...ttl });
     assert.deepEqual(retired, []);
     assert.equal(ring.generation, 2);
-    assert.equal((await readKeyRing(dir)).generation, 2);
+    assert.equal((await store.read()).generation, 2);
   });
 
   test('one earlier key by id, or all of them; never a current key or an unknown one', async () => {
     const dir = freshDir();
-    await generateKeyFiles(dir, { force: false });
-    await rotateKeys(dir);
-    const ring = await rotateKeys(dir);
+    const store = fileKeyRingStore(dir);
+    await generateKeys(store, { force: false });
+    await rotateKeys(store);
+    const ring = await rotateKeys(store);
     const [current, middle, oldest] = kids(ring);
-    await assert.rejects(retireKeys(dir, { kind: 'id', id: current ?? '' }), /is a current key/);
-    await assert.rejects(retireKeys(dir, { kind: 'id', id: ring.refreshTokenMac[0].id }), /is a current key/);
-    await assert.rejects(retireKeys(dir, { kind: 'id', id: 'nope' }), /No key nope/);
-    const one = await retireKeys(dir, { kind: 'id', id: middle ?? '' });
+    await assert.rejects(retireKeys(store, { kind: 'id', id: current ?? '' }), /is a current key/);
+    await assert.rejects(
+      retireKeys(store, { kind: 'id', id: ring.refreshTokenMac[0].id }),
+      /is a current key/,
+    );
+    await assert.rejects(retireKeys(store, { kind: 'id', id: 'nope' }), /No key nope/);
+    const one = await retireKeys(store, { kind: 'id', id: middle ?? '' });
     assert.deepEqual(one.retired, [middle]);
     assert.deepEqual(kids(one.ring), [current, oldest]);
-    const all = await retireKeys(dir, { kind: 'all' });
+    const all = await retireKeys(store, { kind: 'all' });
     assert.deepEqual(kids(all.ring), [current]);
     assert.deepEqual(macKeyIds(all.ring), [ring.refreshTokenMac[0].id]);
   });

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { link, mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { KeyRingState } from '../../oauth/key-ring-store.ts';
+import type { KeyRingKeys, KeyRingState } from '../../oauth/key-ring-store.ts';
 import { LEGACY_FILES, readLegacy } from './legacy-files.ts';
 import {
   checkRing,
@@ -12,23 +12,25 @@ import {
   RING_FILE,
   readGeneration,
   ringFileName,
+  toFile,
 } from './ring-file.ts';
 
 /**
  * Writes generation n + 1 from generation n (`current` reads it, for a change that needs it).
- * Linking fails when another writer took n + 1 first: then the change is made again on top
- * of theirs. Afterwards the older generations are emptied and the legacy files removed.
+ * The new generation is checked before it is written. Linking fails when another writer took
+ * n + 1 first: then the change is made again on top of theirs. Afterwards the older
+ * generations are emptied and the legacy files removed.
  */
 export async function commit(
   dir: string,
-  change: (current: () => Promise<KeyRingState | undefined>) => Promise<KeyRingFile>,
+  change: (current: () => Promise<KeyRingState | undefined>) => Promise<KeyRingKeys>,
 ): Promise<KeyRingState> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
   for (let attempt = 1; attempt <= 20; attempt++) {
     const base = await newestGeneration(dir);
     let next: KeyRingFile;
     try {
-      next = await change(() => (base === 0 ? readLegacy(dir) : readGeneration(dir, base)));
+      next = toFile(await change(() => (base === 0 ? readLegacy(dir) : readGeneration(dir, base))));
     } catch (error) {
       // Another writer replaced generation `base` while we read it.
       if (error instanceof Replaced) continue;
@@ -36,6 +38,7 @@ export async function commit(
     }
     const generation = base + 1;
     const target = join(dir, ringFileName(generation));
+    const written = checkRing(target, generation, next);
     const temporary = `${target}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
     await writeFile(temporary, `${JSON.stringify(next, null, 2)}\n`, { mode: 0o600 });
     try {
@@ -47,7 +50,7 @@ export async function commit(
       await unlink(temporary).catch(() => undefined);
     }
     await emptySuperseded(dir, generation);
-    return checkRing(target, generation, next);
+    return written;
   }
   throw new Error(`The key ring in ${dir} kept changing under us; try again`);
 }

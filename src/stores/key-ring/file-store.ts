@@ -1,10 +1,11 @@
-import { type KeyRingState, NoKeys } from '../../oauth/key-ring-store.ts';
+import { type KeyRingState, type KeyRingStore, NoKeys } from '../../oauth/key-ring-store.ts';
+import { commit } from './commit.ts';
 import { readLegacy } from './legacy-files.ts';
 import { newestGeneration, Replaced, readGeneration } from './ring-file.ts';
 
 /**
- * The key ring on disk: the RSA key pairs that sign and verify access tokens, and the HMAC
- * keys under which refresh tokens are stored. Every worker and node reads the same KEYS_DIR.
+ * The key ring on disk: the RSA key pairs that sign and verify access tokens, and the
+ * refresh-token MAC keys. Every worker and node reads the same KEYS_DIR.
  *
  * Layout: one file per generation, `keyring-<n>.json` (mode 0600); the highest `n` is the ring
  * in force. A change (generate, rotate, retire) writes generation n + 1 under a temporary name
@@ -19,11 +20,18 @@ import { newestGeneration, Replaced, readGeneration } from './ring-file.ts';
  * signing anyone out; the first change folds those keys into `keyring-1.json` and removes them.
  */
 
-/** Reads the ring in force; throws NoKeys when the directory holds none. */
-export async function readKeyRing(dir: string): Promise<KeyRingState> {
-  const ring = await readNewest(dir);
-  if (!ring) throw new NoKeys(dir);
-  return ring;
+/** The key ring kept in `dir` (KEYS_DIR). */
+export function fileKeyRingStore(dir: string): KeyRingStore {
+  return {
+    location: dir,
+    newestGeneration: () => newestGeneration(dir),
+    async read() {
+      const ring = await readNewest(dir);
+      if (!ring) throw new NoKeys(dir);
+      return ring;
+    },
+    commit: (change) => commit(dir, change),
+  };
 }
 
 /**

@@ -2,6 +2,7 @@ import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
+  type KeyRingKeys,
   type KeyRingState,
   type RefreshTokenMacKey,
   refreshTokenMacKeyId,
@@ -133,10 +134,8 @@ function parseDate(value: unknown): Date | undefined {
   return Number.isNaN(parsed.getTime()) ? undefined : parsed;
 }
 
-export function toFile(
-  signing: readonly SigningKey[],
-  refreshTokenMac: readonly RefreshTokenMacKey[],
-): KeyRingFile {
+/** The file of a ring: what `checkRing` reads back. */
+export function toFile({ signing, refreshTokenMac }: KeyRingKeys): KeyRingFile {
   return {
     signing: signing.map((key) => ({
       kid: key.kid,
