@@ -21,7 +21,7 @@ export interface RefreshTokenMacKey {
   key: Buffer;
 }
 
-/** The keys of a ring. In each list the first key is the current one: it signs (mints); the others only verify. */
+/** The keys of a ring. In each list the first key is the current one: it signs (mints); the others verify. */
 export interface KeyRingKeys {
   signing: readonly [SigningKey & { privateKey: KeyObject }, ...SigningKey[]];
   refreshTokenMac: readonly [RefreshTokenMacKey, ...RefreshTokenMacKey[]];

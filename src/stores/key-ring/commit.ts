@@ -5,6 +5,8 @@ import type { KeyRingKeys, KeyRingState } from '../../oauth/key-ring-store.ts';
 import { LEGACY_FILES, readLegacy } from './legacy-files.ts';
 import {
   checkRing,
+  emptiedFileText,
+  isEmptied,
   type KeyRingFile,
   listDir,
   newestGeneration,
@@ -12,6 +14,7 @@ import {
   RING_FILE,
   readGeneration,
   ringFileName,
+  ringFileText,
   toFile,
 } from './ring-file.ts';
 
@@ -40,7 +43,7 @@ export async function commit(
     const target = join(dir, ringFileName(generation));
     const written = checkRing(target, generation, next);
     const temporary = `${target}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-    await writeFile(temporary, `${JSON.stringify(next, null, 2)}\n`, { mode: 0o600 });
+    await writeFile(temporary, ringFileText(next), { mode: 0o600 });
     try {
       await link(temporary, target);
     } catch (error) {
@@ -65,9 +68,9 @@ async function emptySuperseded(dir: string, generation: number): Promise<void> {
     const path = join(dir, name);
     if ((LEGACY_FILES as readonly string[]).includes(name)) await unlink(path).catch(() => undefined);
     if (!match || Number(match[1]) >= generation) continue;
-    if ((await readFile(path, 'utf8')).includes('"replacedBy"')) continue;
+    if (isEmptied(await readFile(path, 'utf8'))) continue;
     const temporary = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-    await writeFile(temporary, `${JSON.stringify({ replacedBy: generation })}\n`, { mode: 0o600 });
+    await writeFile(temporary, emptiedFileText(generation), { mode: 0o600 });
     await rename(temporary, path);
   }
 }

@@ -10,7 +10,11 @@ import {
   thumbprint,
 } from '../../oauth/key-ring-store.ts';
 
-/** In each list the first key is the current one: it signs (mints); the others only verify. */
+/**
+ * The format of a generation, `keyring-<n>.json`: what every deployment holds, so its members
+ * keep their names. In each list the first key is the current one: it signs (mints); the
+ * others only verify. A generation that has been emptied holds `{"replacedBy": <newer n>}`.
+ */
 export interface KeyRingFile {
   signing: {
     /** RFC 7638 thumbprint of the public key: the JWT `kid`. */
@@ -38,8 +42,9 @@ export interface KeyRingFile {
 
 export const RING_FILE = /^keyring-(\d{1,12})\.json$/;
 export const ringFileName = (generation: number) => `keyring-${generation}.json`;
-
-// Reading
+export const ringFileText = (file: KeyRingFile) => `${JSON.stringify(file, null, 2)}\n`;
+export const emptiedFileText = (replacedBy: number) => `${JSON.stringify({ replacedBy })}\n`;
+export const isEmptied = (text: string) => text.includes('"replacedBy"');
 
 /** The generation in force: the highest ring file, or 0 when there is none (legacy or empty). */
 export async function newestGeneration(dir: string): Promise<number> {
