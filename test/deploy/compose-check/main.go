@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/compose-spec/compose-go/v2/cli"
@@ -63,7 +64,7 @@ func main() {
 
 	project, err := load(flag.Args(), *projectDir, envFiles, profiles)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "compose-check: %s: %v\n", strings.Join(flag.Args(), " + "), err)
+		fmt.Fprintf(os.Stderr, "compose-check: %s: %s\n", strings.Join(flag.Args(), " + "), explain(err))
 		os.Exit(1)
 	}
 	out, err := project.MarshalJSON()
@@ -72,6 +73,14 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println(string(out))
+}
+
+// The schema forbids every key it does not name with a `false` schema, which its validator reports
+// as "services.app.enviroment false schema".
+var falseSchema = regexp.MustCompile(`(\S+) false schema`)
+
+func explain(err error) string {
+	return falseSchema.ReplaceAllString(err.Error(), "$1: no such attribute in the Compose specification")
 }
 
 func load(files []string, projectDir string, envFiles, profiles []string) (*types.Project, error) {
