@@ -12,9 +12,11 @@ import { createAuthorizationCodeService } from './oauth/authorization-code.ts';
 import { createAuthorizationEndpoint } from './oauth/authorization-endpoint.ts';
 import { createClientManagement } from './oauth/client-management.ts';
 import { openKeyRing } from './oauth/key-ring.ts';
+import type { KeyRingStore } from './oauth/key-ring-store.ts';
 import { createRefreshTokenService } from './oauth/refresh-token.ts';
 import { createRequestSealer } from './oauth/sealed-request.ts';
 import { createTokenEndpoint } from './oauth/token-endpoint.ts';
+import { fileKeyRingStore } from './stores/key-ring/file-store.ts';
 import { openStores } from './stores/open.ts';
 
 /**
@@ -33,6 +35,14 @@ export interface OpenOptions {
 }
 
 export type AccountServices = Awaited<ReturnType<typeof openAccountServices>>;
+
+/**
+ * The key ring in `dir`: KEYS_DIR, or the directory a keys command names. What the primary
+ * prepares, the keys commands change and every worker follows.
+ */
+export function openKeyRingStore(dir: string): KeyRingStore {
+  return fileKeyRingStore(dir);
+}
 
 /**
  * The stores, password hashing, sessions and the account services: what the account
@@ -95,7 +105,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   // Before the stores open: a malformed whitelist entry or key ring stops the start without
   // leaving connections.
   const errorReports = createErrorReportReceiver({ ...config.errorReport, logDir: config.logDir });
-  const keyRing = await openKeyRing(config.keysDir, { log: options.log });
+  const keyRing = await openKeyRing(openKeyRingStore(config.keysDir), { log: options.log });
   const base = await openAccountServices(config, options).catch((error: unknown) => {
     keyRing.close();
     throw error;
@@ -109,7 +119,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   });
   const refreshTokens = createRefreshTokenService({
     store: base.stores.refreshTokens,
-    keys: keyRing.refreshTokenKeys,
+    keys: keyRing.refreshTokenMacKeys,
     ttlSeconds: config.refreshTokenTtl,
     leaseSeconds: config.refreshTokenLeaseSeconds,
   });
@@ -139,7 +149,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
       scopes: base.stores.scopes,
       sessions: base.sessions,
       sealer: createRequestSealer({
-        keys: keyRing.refreshTokenKeys,
+        keys: keyRing.refreshTokenMacKeys,
         ttlSeconds: SIGN_IN_FORM_TTL_SECONDS,
       }),
       store: base.stores.codeFlow,

@@ -2,7 +2,8 @@ import cluster, { type Worker } from 'node:cluster';
 import { createServer } from 'node:net';
 import type { Config } from '../config/config.ts';
 import { createProcessLogger } from '../logging/error-log.ts';
-import { ensureKeyFiles, readKeyRing } from '../oauth/keys.ts';
+import { ensureKeys } from '../oauth/key-rotation.ts';
+import { openKeyRingStore } from '../services.ts';
 
 /** A worker that dies this many times within CRASH_WINDOW_MS means something is broken for good. */
 export const MAX_CRASHES = 5;
@@ -30,9 +31,10 @@ type Logger = ReturnType<typeof createProcessLogger>;
 export async function runPrimary(config: Config): Promise<void> {
   const log = createProcessLogger(config.appName);
   await assertPortFree(config.port, config.host);
-  if (await ensureKeyFiles(config.keysDir)) log.info(`Generated a new key ring in ${config.keysDir}`);
+  const keyRing = openKeyRingStore(config.keysDir);
+  if (await ensureKeys(keyRing)) log.info(`Generated a new key ring in ${config.keysDir}`);
   // A ring that cannot be read stops the start here, rather than in every worker.
-  await readKeyRing(config.keysDir);
+  await keyRing.read();
   if (!config.mongodbUrl || !config.redisUrl) {
     log.info(
       'Embedded stores in use (MONGODB_URL or REDIS_URL unset): running 1 worker, since memory cannot be shared',

@@ -1,5 +1,5 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { RefreshTokenKeys } from './key-ring.ts';
+import type { RefreshTokenMacKeys } from './key-ring.ts';
 import type { RefreshTokenGrant, RefreshTokenStore } from './model.ts';
 
 /**
@@ -32,7 +32,7 @@ function macOf(body: string, key: Buffer): string {
 function mintRefreshToken(
   familyId: string,
   generation: number,
-  keys: RefreshTokenKeys,
+  keys: RefreshTokenMacKeys,
 ): { token: string; mac: string } {
   const { id, key } = keys.current();
   const body = `${familyId}.${generation}.${id}.${randomBytes(32).toString('base64url')}`;
@@ -44,7 +44,7 @@ function mintRefreshToken(
  * The token's family, generation and MAC, or null for anything that could not have come
  * from us: malformed, a key that is not (or no longer) in the ring, or a MAC that fails.
  */
-function verifyRefreshToken(token: string, keys: RefreshTokenKeys): PresentedToken | null {
+function verifyRefreshToken(token: string, keys: RefreshTokenMacKeys): PresentedToken | null {
   const parts = TOKEN.exec(token)?.groups;
   if (!parts) return null;
   const { body = '', familyId = '', generation = '', keyId = '', mac = '' } = parts;
@@ -93,7 +93,7 @@ export interface RefreshTokenService {
 
 export function createRefreshTokenService(options: {
   store: RefreshTokenStore;
-  keys: RefreshTokenKeys;
+  keys: RefreshTokenMacKeys;
   ttlSeconds: number;
   /** How long a consume holds its token before anyone may consume it again. */
   leaseSeconds: number;

@@ -1,19 +1,19 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { RefreshTokenKeys } from './key-ring.ts';
+import type { RefreshTokenMacKeys } from './key-ring.ts';
 
 /**
  * The checked authorization request travels in the sign-in form, sealed: an HMAC under a key
- * of its own (derived from one of the service's encryption keys, named in the seal) proves
- * it is one the service checked and has not changed, and an expiry bounds its life. Nothing
- * is stored when a page is shown, so showing it costs no storage; only a used seal's id is
- * remembered, so each seal works once.
+ * of its own (derived from one of the key ring's refresh-token MAC keys, named in the seal)
+ * proves it is one the service checked and has not changed, and an expiry bounds its life.
+ * Nothing is stored when a page is shown, so showing it costs no storage; only a used seal's
+ * id is remembered, so each seal works once.
  */
 
 /**
- * The encryption keys of the key ring: the current one seals, any one still known opens, so a
- * form shown just before the keys rotate, or by another node, still works.
+ * The refresh-token MAC keys of the key ring: the current one seals, any one still known
+ * opens, so a form shown just before the keys rotate, or by another node, still works.
  */
-export type SealingKeys = RefreshTokenKeys;
+export type SealingKeys = RefreshTokenMacKeys;
 export interface AuthorizationRequest {
   clientName: string;
   /** As the request gave it: a loopback URI may differ from the registered one in its port. */
@@ -51,8 +51,8 @@ export function createRequestSealer(options: {
 }): RequestSealer {
   const now = options.now ?? Date.now;
   /** A key for this purpose alone, so a seal can never pass for a refresh token's digest. */
-  const mac = (encryptionKey: Buffer, payload: string) => {
-    const key = createHmac('sha256', encryptionKey).update('sign-in form seal').digest();
+  const mac = (refreshTokenMacKey: Buffer, payload: string) => {
+    const key = createHmac('sha256', refreshTokenMacKey).update('sign-in form seal').digest();
     return createHmac('sha256', key).update(payload).digest();
   };
   return {

@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { readKeyRing } from '../../src/oauth/keys.ts';
+import { openKeyRingStore } from '../../src/services.ts';
 import { isOneLineFailure, runCli } from './run-cli.ts';
 
 describe('cli keys:*', () => {
@@ -24,19 +24,19 @@ describe('cli keys:*', () => {
     const env = { KEYS_DIR: join(cwd, 'generated') };
     const first = await runCli(['keys:generate'], { cwd, env });
     assert.equal(first.code, 0, first.stderr);
-    const ring = await readKeyRing(env.KEYS_DIR);
+    const ring = await openKeyRingStore(env.KEYS_DIR).read();
     assert.match(first.stdout, new RegExp(`signing +${ring.signing[0].kid} +signs`));
-    assert.match(first.stdout, new RegExp(`refresh +${ring.encryption[0].id} +mints`));
+    assert.match(first.stdout, new RegExp(`refresh +${ring.refreshTokenMac[0].id} +mints`));
 
     const again = await runCli(['keys:generate'], { cwd, env });
     assert.ok(isOneLineFailure(again), again.stderr);
     assert.match(again.stderr, /--force/);
-    assert.equal((await readKeyRing(env.KEYS_DIR)).signing[0].kid, ring.signing[0].kid);
+    assert.equal((await openKeyRingStore(env.KEYS_DIR).read()).signing[0].kid, ring.signing[0].kid);
 
     const forced = await runCli(['keys:generate', '--force'], { cwd, env });
     assert.equal(forced.code, 0, forced.stderr);
     assert.match(forced.stdout, /now invalid .*keys:rotate/);
-    assert.notEqual((await readKeyRing(env.KEYS_DIR)).signing[0].kid, ring.signing[0].kid);
+    assert.notEqual((await openKeyRingStore(env.KEYS_DIR).read()).signing[0].kid, ring.signing[0].kid);
   });
 
   test('keys:rotate adds a key that signs while the earlier one verifies; keys:list shows both', async () => {
@@ -59,13 +59,13 @@ describe('cli keys:*', () => {
     await runCli(['keys:generate', '--dir', dir], { cwd });
     await runCli(['keys:rotate', '--dir', dir], { cwd });
     await runCli(['keys:rotate', '--dir', dir], { cwd });
-    const ring = await readKeyRing(dir);
+    const ring = await openKeyRingStore(dir).read();
     const [current, middle, oldest] = ring.signing.map((key) => key.kid);
 
     const early = await runCli(['keys:retire', '--dir', dir], { cwd });
     assert.equal(early.code, 0, early.stderr);
     assert.match(early.stdout, /^No key to retire yet/);
-    assert.equal((await readKeyRing(dir)).signing.length, 3);
+    assert.equal((await openKeyRingStore(dir).read()).signing.length, 3);
 
     const ofCurrent = await runCli(['keys:retire', '--id', current ?? '', '--dir', dir], { cwd });
     assert.ok(isOneLineFailure(ofCurrent), ofCurrent.stderr);
@@ -75,18 +75,18 @@ describe('cli keys:*', () => {
     assert.equal(one.code, 0, one.stderr);
     assert.match(one.stdout, new RegExp(`^Retired ${middle}`));
     assert.deepEqual(
-      (await readKeyRing(dir)).signing.map((key) => key.kid),
+      (await openKeyRingStore(dir).read()).signing.map((key) => key.kid),
       [current, oldest],
     );
 
     const all = await runCli(['keys:retire', '--all', '--dir', dir], { cwd });
     assert.equal(all.code, 0, all.stderr);
-    const left = await readKeyRing(dir);
+    const left = await openKeyRingStore(dir).read();
     assert.deepEqual(
       left.signing.map((key) => key.kid),
       [current],
     );
-    assert.equal(left.encryption.length, 1);
+    assert.equal(left.refreshTokenMac.length, 1);
   });
 
   test('keys:rotate and keys:list without keys fail with one line saying what to run', async () => {

@@ -1,42 +1,36 @@
 /**
- * The deployment files, checked without a Docker engine: what docker-compose.yml names exists,
- * the app is reachable only through nginx, the images are the official ones, every container
- * is limited, the healthcheck asks the backends; docker-compose.ha.yml runs the same app over a
- * replica set and Sentinel; and the Dockerfile builds an unprivileged Node.js 24 image from
- * exactly the lock file, without development packages.
+ * The deployment files, checked without a Docker engine. The Compose files as compose-go (the
+ * loader of `docker compose`) normalizes them with `.env.example` as the env file (that they load
+ * at all, and that mistakes are refused, is test/deploy/compose-check.test.ts): the app is
+ * reachable only through nginx, the images are the official ones, every container is limited,
+ * the healthcheck asks the backends, the `.env` settings reach what they are documented to;
+ * docker-compose.ha.yml runs the same app over a replica set and Sentinel. And the Dockerfile
+ * builds an unprivileged Node.js 24 image from exactly the lock file, without development packages.
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { describe, test } from 'node:test';
-import { parse } from 'yaml';
+import { join, resolve } from 'node:path';
+import { after, before, describe, test } from 'node:test';
 import { onPath } from '../support/backends.ts';
+import {
+  type ComposeProject,
+  type ComposeService,
+  composeCheckSkipped,
+  loadCompose,
+} from '../support/compose.ts';
 import { REPO_ROOT } from '../support/processes.ts';
 
-type Service = {
-  image?: string;
-  build?: string | { context: string; dockerfile?: string };
-  env_file?: (string | { path: string; required?: boolean })[] | string;
-  environment?: Record<string, string> | string[];
-  volumes?: string[];
-  ports?: string[];
-  command?: string[] | string;
-  depends_on?: Record<string, { condition: string }>;
-  profiles?: string[];
-  healthcheck?: { test: string[] };
-  restart?: string;
-  deploy?: { resources?: { limits?: { cpus?: string; memory?: string } } };
-};
-
-type ComposeFile = { services: Record<string, Service>; volumes: Record<string, unknown> };
-
-// `merge: true` resolves the `<<: *anchor` keys that docker-compose.ha.yml uses, as Compose does.
-const readCompose = (file: string) =>
-  parse(readFileSync(join(REPO_ROOT, file), 'utf8'), { merge: true }) as ComposeFile;
-const compose = readCompose('docker-compose.yml');
-const ha = readCompose('docker-compose.ha.yml');
+const COMPOSE_FILES = ['docker-compose.yml', 'docker-compose.ha.yml'] as const;
 const dockerfile = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8');
 
 /** The shell commands of the RUN instructions that install packages, continuation lines joined. */
@@ -47,82 +41,70 @@ function installCommands(): string[] {
 }
 const template = readFileSync(join(REPO_ROOT, 'nginx/templates/default.conf.template'), 'utf8');
 
-function service(name: string, file: ComposeFile = compose): Service {
+/** A path of the repository as compose-go resolves it: absolute. */
+const inRepo = (path: string) => resolve(REPO_ROOT, path);
+
+function service(name: string, file: ComposeProject): ComposeService {
   const found = file.services[name];
   assert.ok(found, `service ${name} is defined`);
   return found;
 }
 
-function commandLine(svc: Service): string {
-  return Array.isArray(svc.command) ? svc.command.join(' ') : (svc.command ?? '');
+function commandLine(svc: ComposeService): string {
+  return (svc.command ?? []).join(' ');
 }
 
-/** The value Compose gives `${NAME:-default}` when NAME is not set. */
-function byDefault(value: string | undefined): string {
-  return (value ?? '').replace(/\$\{[A-Z_]+:-([^}]*)\}/g, '$1');
-}
-
-function environment(svc: Service): Record<string, string> {
-  if (Array.isArray(svc.environment)) {
-    return Object.fromEntries(svc.environment.map((entry) => entry.split(/=(.*)/s).slice(0, 2)));
-  }
+function environment(svc: ComposeService): Record<string, string | null> {
   return svc.environment ?? {};
 }
 
-/** `source:target[:mode]` of a service's volume entries. */
-function mounts(svc: Service): { source: string; target: string }[] {
-  return (svc.volumes ?? []).map((entry) => {
-    const [source = '', target = ''] = entry.split(':');
-    return { source, target };
-  });
+/** Mount target → source (a volume's name, or the absolute host path of a bind mount). */
+function mountsByTarget(svc: ComposeService): Map<string, string | undefined> {
+  return new Map((svc.volumes ?? []).map(({ source, target }) => [target, source]));
 }
 
-describe('docker-compose.yml', () => {
+// The files as compose-go normalizes them, loaded by the first suite that runs.
+let compose!: ComposeProject;
+let ha!: ComposeProject;
+function loadBoth() {
+  compose ??= loadCompose('docker-compose.yml');
+  ha ??= loadCompose('docker-compose.ha.yml');
+}
+
+describe('docker-compose.yml', { skip: composeCheckSkipped }, () => {
+  before(loadBoth);
+
   test('defines app, mongo, redis and nginx', () => {
     assert.deepEqual(Object.keys(compose.services).sort(), ['app', 'mongo', 'nginx', 'redis']);
   });
 
-  test('in both files every named volume a service mounts is declared, every host path exists, and every dependency is a service', () => {
+  test('in both files every host path a service mounts is in the repository and exists', () => {
+    // compose-go checks named volumes and dependencies; a missing host path would be
+    // created by Docker as an empty directory, even where a file was meant.
     for (const file of [compose, ha]) {
       for (const [name, svc] of Object.entries(file.services)) {
-        for (const { source } of mounts(svc)) {
-          if (source.startsWith('.') || source.startsWith('/')) {
-            assert.ok(existsSync(join(REPO_ROOT, source)), `${name} mounts ${source}, which exists`);
-          } else {
-            assert.ok(source in (file.volumes ?? {}), `${name} mounts volume ${source}, which is declared`);
-          }
-        }
-        for (const dependency of Object.keys(svc.depends_on ?? {})) {
-          assert.ok(file.services[dependency], `${name} depends on ${dependency}, which is a service`);
+        for (const { type, source = '' } of svc.volumes ?? []) {
+          if (type !== 'bind') continue;
+          assert.ok(source.startsWith(inRepo('.')), `${name} mounts ${source}, inside the repository`);
+          assert.ok(existsSync(source), `${name} mounts ${source}, which exists`);
         }
       }
     }
   });
 
-  test('the app is built from the Dockerfile and reads env files that exist', () => {
-    const app = service('app');
-    const context = typeof app.build === 'string' ? app.build : app.build?.context;
-    assert.equal(context, '.');
-    const entries = Array.isArray(app.env_file) ? app.env_file : [app.env_file ?? ''];
-    const files = entries.map((entry) =>
-      typeof entry === 'string' ? { path: entry, required: true } : entry,
-    );
-    assert.ok(files.length > 0);
-    for (const file of files) {
-      if (file.required !== false) {
-        assert.ok(existsSync(join(REPO_ROOT, file.path)), `required env file ${file.path} exists`);
-      }
-    }
-    assert.ok(
-      files.some((file) => file.path === '.env' && file.required === false),
-      '.env is optional',
-    );
+  test('the app is built from the Dockerfile and reads .env.example, then an optional .env', () => {
+    const app = service('app', compose);
+    assert.deepEqual(app.build, { context: inRepo('.'), dockerfile: 'Dockerfile' });
+    assert.deepEqual(app.env_file, [
+      { path: inRepo('.env.example') },
+      { path: inRepo('.env'), required: false },
+    ]);
   });
 
   test('every app container mounts the shared keys and log volumes where the app looks for them', () => {
-    const app = service('app');
+    const app = service('app', compose);
     const env = environment(app);
-    const byTarget = new Map(mounts(app).map(({ source, target }) => [target, source]));
+    const byTarget = mountsByTarget(app);
     assert.equal(byTarget.get(env.KEYS_DIR ?? ''), 'keys');
     assert.equal(byTarget.get(env.LOG_DIR ?? ''), 'log');
     assert.match(dockerfile, new RegExp(`KEYS_DIR=${env.KEYS_DIR}\\b`), 'the image agrees on KEYS_DIR');
@@ -130,10 +112,10 @@ describe('docker-compose.yml', () => {
   });
 
   test('the app uses the compose MongoDB and Redis and publishes no host port (so it scales)', () => {
-    const app = service('app');
+    const app = service('app', compose);
     const env = environment(app);
-    assert.match(env.MONGODB_URL ?? '', /mongodb:\/\/mongo:27017\//);
-    assert.match(env.REDIS_URL ?? '', /redis:\/\/redis:6379/);
+    assert.match(env.MONGODB_URL ?? '', /^mongodb:\/\/mongo:27017\//);
+    assert.match(env.REDIS_URL ?? '', /^redis:\/\/redis:6379/);
     assert.equal(app.ports, undefined);
     assert.equal(
       app.profiles,
@@ -143,12 +125,12 @@ describe('docker-compose.yml', () => {
   });
 
   test('mongo and redis are the official images with persistent data; redis keeps an append-only file', () => {
-    const mongo = service('mongo');
-    const redis = service('redis');
+    const mongo = service('mongo', compose);
+    const redis = service('redis', compose);
     assert.match(mongo.image ?? '', /^mongo:\d/);
     assert.match(redis.image ?? '', /^redis:\d/);
-    assert.ok(mounts(mongo).some(({ target }) => target === '/data/db'));
-    assert.ok(mounts(redis).some(({ target }) => target === '/data'));
+    assert.equal(mountsByTarget(mongo).get('/data/db'), 'mongo-data');
+    assert.equal(mountsByTarget(redis).get('/data'), 'redis-data');
     assert.match(commandLine(redis), /--appendonly yes/);
   });
 
@@ -158,8 +140,8 @@ describe('docker-compose.yml', () => {
       [ha, 'redis-1'],
       [ha, 'redis-2'],
     ] as const) {
-      const command = byDefault(commandLine(service(name, file)));
-      assert.match(command, /--maxmemory \d+mb\b/, name);
+      const command = commandLine(service(name, file));
+      assert.match(command, /--maxmemory 256mb\b/, name);
       assert.match(command, /--maxmemory-policy noeviction\b/, name);
     }
   });
@@ -169,13 +151,12 @@ describe('docker-compose.yml', () => {
       for (const [name, svc] of Object.entries(file.services)) {
         if (svc.restart === 'no') continue; // a one-shot job
         const limits = svc.deploy?.resources?.limits;
-        assert.ok(Number(byDefault(limits?.cpus)) > 0, `${name} has a CPU limit`);
-        assert.match(byDefault(limits?.memory), /^\d+[mg]$/, `${name} has a memory limit`);
+        assert.ok((limits?.cpus ?? 0) > 0, `${name} has a CPU limit`);
+        assert.ok(Number(limits?.memory) > 0, `${name} has a memory limit`);
       }
       const app = service('app', file);
-      const workers = environment(app).WORKERS;
-      assert.equal(workers, app.deploy?.resources?.limits?.cpus, 'WORKERS follows the CPU limit');
-      assert.equal(byDefault(workers), '2');
+      assert.equal(environment(app).WORKERS, '2');
+      assert.equal(app.deploy?.resources?.limits?.cpus, 2, 'WORKERS is the CPU limit');
     }
   });
 
@@ -184,40 +165,38 @@ describe('docker-compose.yml', () => {
       const test = service('app', file).healthcheck?.test ?? [];
       assert.deepEqual(test.slice(0, 3), ['CMD', '/app/ops/docker-entrypoint.sh', 'backends:check']);
     }
-    const nginx = service('nginx').depends_on ?? {};
+    const nginx = service('nginx', compose).depends_on ?? {};
     assert.equal(nginx.app?.condition, 'service_healthy');
   });
 
   test('nginx and the app read one BODY_LIMIT, and nginx runs the script that converts it', () => {
     for (const file of [compose, ha]) {
       const app = environment(service('app', file)).BODY_LIMIT;
-      assert.match(app ?? '', /^\$\{BODY_LIMIT:-1mb\}$/, 'from .env, as compose reads it for both');
+      assert.equal(app, '1mb');
       assert.equal(environment(service('nginx', file)).BODY_LIMIT, app);
-      const targets = new Map(mounts(service('nginx', file)).map(({ source, target }) => [target, source]));
-      assert.equal(
-        targets.get('/docker-entrypoint.d/10-body-limit.envsh'),
-        './nginx/entrypoint/10-body-limit.envsh',
-      );
+      const nginx = service('nginx', file).volumes ?? [];
+      const script = nginx.find(({ target }) => target === '/docker-entrypoint.d/10-body-limit.envsh');
+      assert.equal(script?.source, inRepo('nginx/entrypoint/10-body-limit.envsh'));
+      assert.equal(script?.read_only, true);
     }
-    const script = statSync(join(REPO_ROOT, 'nginx/entrypoint/10-body-limit.envsh'));
+    const script = statSync(inRepo('nginx/entrypoint/10-body-limit.envsh'));
     assert.ok(script.mode & 0o111, 'the image sources only executable .envsh files');
   });
 
   test('nginx is the official image, publishes 80 and 443, and gets the template and certificates', () => {
-    const nginx = service('nginx');
+    const nginx = service('nginx', compose);
     assert.match(nginx.image ?? '', /^nginx(:|$)/);
-    const published = (nginx.ports ?? []).map((port) => String(port));
-    assert.ok(published.includes('80:80'));
-    assert.ok(published.includes('443:443'));
-    const targets = new Map(mounts(nginx).map(({ source, target }) => [target, source]));
-    assert.equal(targets.get('/etc/nginx/templates'), './nginx/templates');
-    assert.equal(targets.get('/etc/nginx/certs'), './nginx/certs');
+    const published = (nginx.ports ?? []).map(({ published, target }) => `${published}:${target}`);
+    assert.deepEqual(published.sort(), ['443:443', '80:80']);
+    const byTarget = mountsByTarget(nginx);
+    assert.equal(byTarget.get('/etc/nginx/templates'), inRepo('nginx/templates'));
+    assert.equal(byTarget.get('/etc/nginx/certs'), inRepo('nginx/certs'));
   });
 
   test('nginx gives every placeholder of the template a value, and proxies to the app service', () => {
     // The entrypoint script exports this one (test/deploy/nginx.test.ts checks its value).
-    const env: Record<string, string> = {
-      ...environment(service('nginx')),
+    const env: Record<string, string | null> = {
+      ...environment(service('nginx', compose)),
       NGINX_CLIENT_MAX_BODY_SIZE: '1m',
     };
     const placeholders = new Set(
@@ -226,9 +205,10 @@ describe('docker-compose.yml', () => {
     assert.ok(placeholders.size > 0);
     const filter = new RegExp(env.NGINX_ENVSUBST_FILTER ?? '.');
     for (const name of placeholders) {
-      assert.ok(name && env[name] !== undefined, `nginx sets ${name}`);
+      assert.ok(name && typeof env[name] === 'string', `nginx sets ${name}`);
       assert.match(name ?? '', filter, `${name} passes NGINX_ENVSUBST_FILTER`);
     }
+    assert.equal(env.NGINX_SERVER_NAME, 'localhost');
     assert.equal(env.NGINX_UPSTREAM, 'app:8080 resolve');
     assert.equal(env.NGINX_RESOLVER, '127.0.0.11', "Docker's DNS, so scaled app containers are found");
     assert.equal(env.NGINX_HTTP_PORT, '80');
@@ -239,7 +219,43 @@ describe('docker-compose.yml', () => {
   });
 });
 
-describe('docker-compose.ha.yml', () => {
+describe('the settings docker compose reads from .env reach what they are documented to', {
+  skip: composeCheckSkipped,
+}, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'compose-env-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  for (const file of COMPOSE_FILES) {
+    test(`${file}: APP_CPUS, APP_MEMORY, BODY_LIMIT, REDIS_MAXMEMORY and NGINX_SERVER_NAME`, () => {
+      // As an operator's .env: .env.example with their own values after it.
+      const operatorEnv = join(dir, 'operator.env');
+      writeFileSync(
+        operatorEnv,
+        'APP_CPUS=3\nAPP_MEMORY=2g\nBODY_LIMIT=5mb\nREDIS_MAXMEMORY=300mb\nNGINX_SERVER_NAME=auth.example.com\n',
+      );
+      const project = loadCompose(file, ['.env.example', operatorEnv]);
+      const app = service('app', project);
+      assert.equal(app.deploy?.resources?.limits?.cpus, 3);
+      assert.equal(environment(app).WORKERS, '3', 'one worker per CPU of the limit');
+      assert.equal(app.deploy?.resources?.limits?.memory, String(2 * 1024 ** 3));
+      assert.equal(environment(app).BODY_LIMIT, '5mb');
+      const nginx = environment(service('nginx', project));
+      assert.equal(nginx.BODY_LIMIT, '5mb');
+      assert.equal(nginx.NGINX_SERVER_NAME, 'auth.example.com');
+      const redisServers = Object.entries(project.services).filter(([, svc]) =>
+        commandLine(svc).startsWith('redis-server '),
+      );
+      assert.ok(redisServers.length > 0);
+      for (const [name, svc] of redisServers) {
+        assert.match(commandLine(svc), /--maxmemory 300mb\b/, name);
+      }
+    });
+  }
+});
+
+describe('docker-compose.ha.yml', { skip: composeCheckSkipped }, () => {
+  before(loadBoth);
+
   const sentinelConf = readFileSync(join(REPO_ROOT, 'ops/redis/sentinel.conf'), 'utf8');
   const initScript = readFileSync(join(REPO_ROOT, 'ops/mongo/init-replica-set.js'), 'utf8');
   const members = ['m1', 'm2', 'm3'];
@@ -263,38 +279,33 @@ describe('docker-compose.ha.yml', () => {
 
   test('the app finds the replica set by its seed list and Redis through the sentinels', () => {
     const env = environment(service('app', ha));
-    assert.equal(
-      byDefault(env.MONGODB_URL),
-      'mongodb://m1:27017,m2:27017,m3:27017/tokenservice?replicaSet=rs0',
-    );
-    assert.equal(byDefault(env.REDIS_URL), 'redis+sentinel://s1:26379,s2:26379,s3:26379/tokenservice');
+    assert.equal(env.MONGODB_URL, 'mongodb://m1:27017,m2:27017,m3:27017/tokenservice?replicaSet=rs0');
+    assert.equal(env.REDIS_URL, 'redis+sentinel://s1:26379,s2:26379,s3:26379/tokenservice');
   });
 
   test('the app and nginx are those of docker-compose.yml but for their backends', () => {
     for (const name of ['app', 'nginx']) {
-      const strip = (svc: Service) => {
+      const strip = (svc: ComposeService) => {
         const { depends_on: _, environment: env, ...rest } = svc;
-        const { MONGODB_URL: _m, REDIS_URL: _r, ...kept } = environment({ environment: env });
+        const { MONGODB_URL: _m, REDIS_URL: _r, ...kept } = env ?? {};
         return { ...rest, environment: kept };
       };
-      assert.deepEqual(strip(service(name, ha)), strip(service(name)), name);
+      assert.deepEqual(strip(service(name, ha)), strip(service(name, compose)), name);
     }
-    assert.deepEqual(service('nginx', ha).depends_on, service('nginx').depends_on);
+    assert.deepEqual(service('nginx', ha).depends_on, service('nginx', compose).depends_on);
   });
 
   test('the MongoDB members form rs0, which a one-shot job initiates before the app starts', () => {
     for (const name of members) {
       const member = service(name, ha);
       assert.match(member.image ?? '', /^mongo:\d/);
-      assert.match(commandLine(member), /^mongod --replSet rs0 --bind_ip_all$/);
-      assert.ok(
-        mounts(member).some(({ source, target }) => source === `${name}-data` && target === '/data/db'),
-      );
+      assert.equal(commandLine(member), 'mongod --replSet rs0 --bind_ip_all');
+      assert.equal(mountsByTarget(member).get('/data/db'), `${name}-data`);
     }
     const init = service('mongo-init', ha);
     assert.equal(init.restart, 'no');
     for (const name of members) assert.equal(init.depends_on?.[name]?.condition, 'service_healthy');
-    const script = mounts(init).find(({ source }) => source === './ops/mongo/init-replica-set.js');
+    const script = init.volumes?.find(({ source }) => source === inRepo('ops/mongo/init-replica-set.js'));
     assert.ok(script && commandLine(init).endsWith(script.target));
     assert.match(commandLine(init), /mongodb:\/\/m1:27017\/\?directConnection=true/);
     assert.match(initScript, /\['m1:27017', 'm2:27017', 'm3:27017'\]/);
@@ -309,9 +320,7 @@ describe('docker-compose.ha.yml', () => {
       assert.match(commandLine(service(name, ha)), new RegExp(`--replica-announce-ip ${name}\\b`));
       assert.match(commandLine(service(name, ha)), /--appendonly yes/);
     }
-    const master = byDefault(environment(service('app', ha)).REDIS_URL)
-      .split('/')
-      .at(-1);
+    const master = (environment(service('app', ha)).REDIS_URL ?? '').split('/').at(-1);
     assert.match(sentinelConf, new RegExp(`^sentinel monitor ${master} redis-1 6379 2$`, 'm'));
     assert.match(sentinelConf, /^sentinel resolve-hostnames yes$/m);
     assert.match(sentinelConf, /^sentinel announce-hostnames yes$/m);
@@ -322,8 +331,8 @@ describe('docker-compose.ha.yml', () => {
         commandLine(sentinel),
         new RegExp(`redis-sentinel /data/sentinel.conf --sentinel announce-ip ${name}$`),
       );
-      const byTarget = new Map(mounts(sentinel).map(({ source, target }) => [target, source]));
-      assert.equal(byTarget.get('/etc/redis/sentinel.conf'), './ops/redis/sentinel.conf');
+      const byTarget = mountsByTarget(sentinel);
+      assert.equal(byTarget.get('/etc/redis/sentinel.conf'), inRepo('ops/redis/sentinel.conf'));
       assert.equal(
         byTarget.get('/data'),
         `${name}-data`,

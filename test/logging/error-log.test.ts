@@ -10,8 +10,9 @@ import { type Application, createApplication } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { type AnyRoute, defineRoute } from '../../src/http/route.ts';
 import { createErrorLogger, errorLogPath } from '../../src/logging/error-log.ts';
-import { generateKeyFiles } from '../../src/oauth/keys.ts';
+import { generateKeys } from '../../src/oauth/key-rotation.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
+import { openKeyRingStore } from '../../src/services.ts';
 import { request } from '../support/http.ts';
 
 const SECRETS = {
@@ -217,7 +218,7 @@ describe('unhandled exceptions in a request', () => {
     // startTestServer does not take extra routes, so this suite composes the app itself.
     root = await mkdtemp(join(tmpdir(), 'error-log-app-'));
     logDir = join(root, 'log');
-    await generateKeyFiles(join(root, 'keys'), { force: false });
+    await generateKeys(openKeyRingStore(join(root, 'keys')), { force: false });
     const config = loadConfig(
       { HOST: '127.0.0.1', PORT: '0', KEYS_DIR: join(root, 'keys'), LOG_DIR: logDir, BCRYPT_COST: '4' },
       readPackageInfo(),

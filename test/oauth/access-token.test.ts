@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { createHmac, generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { SignJWT } from 'jose';
-import { readKeyRing, thumbprint } from '../../src/oauth/keys.ts';
+import { thumbprint } from '../../src/oauth/key-ring-store.ts';
+import { openKeyRingStore } from '../../src/services.ts';
 import { decodeJwtPart, FRONTEND_CLIENT, passwordGrant, request, SEEDED_USER } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -58,7 +59,7 @@ describe('access tokens on a protected route', () => {
   });
 
   test('HS256 signed with the public key as the secret is refused', async () => {
-    const [current] = (await readKeyRing(server.keysDir)).signing;
+    const [current] = (await openKeyRingStore(server.keysDir).read()).signing;
     const publicPem = current.publicKey.export({ type: 'spki', format: 'pem' });
     const input = `${base64url({ alg: 'HS256', typ: 'at+jwt', kid: current.kid })}.${base64url(claims)}`;
     const signature = createHmac('sha256', publicPem).update(input).digest('base64url');
@@ -66,7 +67,7 @@ describe('access tokens on a protected route', () => {
   });
 
   test('a token with another typ is refused', async () => {
-    const [current] = (await readKeyRing(server.keysDir)).signing;
+    const [current] = (await openKeyRingStore(server.keysDir).read()).signing;
     const jwt = await new SignJWT(claims)
       .setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: current.kid })
       .sign(current.privateKey);

@@ -5,8 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Application, createApplication } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/load.ts';
-import { generateKeyFiles } from '../../src/oauth/keys.ts';
+import { generateKeys } from '../../src/oauth/key-rotation.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
+import { openKeyRingStore } from '../../src/services.ts';
 
 export type Backend = 'memory' | 'real';
 
@@ -45,7 +46,7 @@ export async function startTestServer(
 ): Promise<TestServer> {
   const root = await mkdtemp(join(tmpdir(), 'token-service-'));
   const keysDir = options.keysDir ?? join(root, 'keys');
-  if (!options.keysDir) await generateKeyFiles(keysDir, { force: false });
+  if (!options.keysDir) await generateKeys(openKeyRingStore(keysDir), { force: false });
   const logDir = join(root, 'log');
   const real = options.backend === 'real';
   const config = loadConfig(

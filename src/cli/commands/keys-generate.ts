@@ -1,4 +1,5 @@
-import { generateKeyFiles, readKeyRing } from '../../oauth/keys.ts';
+import { generateKeys } from '../../oauth/key-rotation.ts';
+import { openKeyRingStore } from '../../services.ts';
 import type { RegisterCommand } from './index.ts';
 import { printRing } from './keys-list.ts';
 
@@ -13,9 +14,8 @@ export const registerKeysGenerate: RegisterCommand = (program, loadConfig) => {
     )
     .option('--dir <dir>', 'write to this directory instead of KEYS_DIR')
     .action(async (options: { force: boolean; dir?: string }) => {
-      const dir = options.dir ?? loadConfig().keysDir;
-      await generateKeyFiles(dir, { force: options.force });
-      printRing(await readKeyRing(dir));
+      const keyRing = openKeyRingStore(options.dir ?? loadConfig().keysDir);
+      printRing(await generateKeys(keyRing, { force: options.force }));
       if (options.force)
         console.log(
           'Every access and refresh token issued with the old keys is now invalid (to keep them valid, use keys:rotate).',

@@ -1,5 +1,6 @@
 import { KEY_RING_RELOAD_MS } from '../../oauth/key-ring.ts';
-import { type KeyRingState, readKeyRing } from '../../oauth/keys.ts';
+import type { KeyRingState } from '../../oauth/key-ring-store.ts';
+import { openKeyRingStore } from '../../services.ts';
 import type { RegisterCommand } from './index.ts';
 
 export const registerKeysList: RegisterCommand = (program, loadConfig) => {
@@ -8,7 +9,7 @@ export const registerKeysList: RegisterCommand = (program, loadConfig) => {
     .description('Show the keys in KEYS_DIR: which signs, which only verify, and since when')
     .option('--dir <dir>', 'read this directory instead of KEYS_DIR')
     .action(async (options: { dir?: string }) => {
-      printRing(await readKeyRing(options.dir ?? loadConfig().keysDir));
+      printRing(await openKeyRingStore(options.dir ?? loadConfig().keysDir).read());
     });
 };
 
@@ -27,7 +28,7 @@ export function printRing(ring: KeyRingState): void {
   ring.signing.forEach((key, index) => {
     console.log(line('signing', key.kid, key, index === 0 ? 'signs' : 'verifies'));
   });
-  ring.encryption.forEach((key, index) => {
+  ring.refreshTokenMac.forEach((key, index) => {
     console.log(line('refresh', key.id, key, index === 0 ? 'mints' : 'verifies'));
   });
 }

@@ -1,5 +1,6 @@
 import { Option } from 'commander';
-import { RETIRE_MARGIN_MS, type RetireSelection, retireKeys } from '../../oauth/keys.ts';
+import { RETIRE_MARGIN_MS, type RetireSelection, retireKeys } from '../../oauth/key-rotation.ts';
+import { openKeyRingStore } from '../../services.ts';
 import type { RegisterCommand } from './index.ts';
 import { printRing } from './keys-list.ts';
 
@@ -29,7 +30,7 @@ export const registerKeysRetire: RegisterCommand = (program, loadConfig) => {
               accessTokenTtlSeconds: config.accessTokenTtl,
               refreshTokenTtlSeconds: config.refreshTokenTtl,
             };
-      const { retired, ring } = await retireKeys(options.dir ?? config.keysDir, selection);
+      const { retired, ring } = await retireKeys(openKeyRingStore(options.dir ?? config.keysDir), selection);
       console.log(retired.length > 0 ? `Retired ${retired.join(', ')}` : 'No key to retire yet');
       printRing(ring);
     });

@@ -1,4 +1,5 @@
-import { rotateKeys } from '../../oauth/keys.ts';
+import { rotateKeys } from '../../oauth/key-rotation.ts';
+import { openKeyRingStore } from '../../services.ts';
 import type { RegisterCommand } from './index.ts';
 import { printRing } from './keys-list.ts';
 
@@ -11,7 +12,7 @@ export const registerKeysRotate: RegisterCommand = (program, loadConfig) => {
     )
     .option('--dir <dir>', 'change this directory instead of KEYS_DIR')
     .action(async (options: { dir?: string }) => {
-      const ring = await rotateKeys(options.dir ?? loadConfig().keysDir);
+      const ring = await rotateKeys(openKeyRingStore(options.dir ?? loadConfig().keysDir));
       printRing(ring);
       console.log('Nobody is signed out. Once the earlier tokens have expired, run keys:retire.');
     });

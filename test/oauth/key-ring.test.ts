@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { openKeyRing } from '../../src/oauth/key-ring.ts';
-import { generateKeyFiles, retireKeys, rotateKeys } from '../../src/oauth/keys.ts';
+import { generateKeys, retireKeys, rotateKeys } from '../../src/oauth/key-rotation.ts';
+import { openKeyRingStore } from '../../src/services.ts';
 import { eventually } from '../support/eventually.ts';
 import {
   decodeJwtPart,
@@ -23,21 +24,21 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 
 describe('the key ring of a process', () => {
   test('follows rotation and retirement of the directory without being reopened', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ring-'));
-    await generateKeyFiles(dir, { force: false });
-    const ring = await openKeyRing(dir, { reloadMs: 20 });
+    const store = openKeyRingStore(mkdtempSync(join(tmpdir(), 'ring-')));
+    await generateKeys(store, { force: false });
+    const ring = await openKeyRing(store, { reloadMs: 20 });
     try {
       const first = ring.signingKey();
-      const firstRefresh = ring.refreshTokenKeys.current();
-      const rotated = await rotateKeys(dir);
+      const firstRefresh = ring.refreshTokenMacKeys.current();
+      const rotated = await rotateKeys(store);
       await eventually(() => ring.signingKey().kid === rotated.signing[0].kid, 'the new key signs');
-      assert.equal(ring.refreshTokenKeys.current().id, rotated.encryption[0].id);
+      assert.equal(ring.refreshTokenMacKeys.current().id, rotated.refreshTokenMac[0].id);
       assert.ok(ring.verificationKey(first.kid), 'the earlier key still verifies');
-      assert.deepEqual(ring.refreshTokenKeys.byId(firstRefresh.id), firstRefresh.key);
+      assert.deepEqual(ring.refreshTokenMacKeys.byId(firstRefresh.id), firstRefresh.key);
 
-      await retireKeys(dir, { kind: 'all' });
+      await retireKeys(store, { kind: 'all' });
       await eventually(() => ring.verificationKey(first.kid) === undefined, 'the retired key is gone');
-      assert.equal(ring.refreshTokenKeys.byId(firstRefresh.id), undefined);
+      assert.equal(ring.refreshTokenMacKeys.byId(firstRefresh.id), undefined);
       assert.equal(ring.signingKey().kid, rotated.signing[0].kid);
       assert.equal(ring.verificationKey('unknown'), undefined);
     } finally {
@@ -46,13 +47,13 @@ describe('the key ring of a process', () => {
   });
 
   test('keeps the keys in force, and says so once, when a newer generation cannot be read', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ring-'));
-    await generateKeyFiles(dir, { force: false });
+    const store = openKeyRingStore(mkdtempSync(join(tmpdir(), 'ring-')));
+    await generateKeys(store, { force: false });
     const messages: string[] = [];
-    const ring = await openKeyRing(dir, { reloadMs: 20, log: (message) => messages.push(message) });
+    const ring = await openKeyRing(store, { reloadMs: 20, log: (message) => messages.push(message) });
     try {
       const { kid } = ring.signingKey();
-      writeFileSync(join(dir, 'keyring-2.json'), '{"signing": [');
+      writeFileSync(join(store.location, 'keyring-2.json'), '{"signing": [');
       await eventually(() => messages.length > 0, 'the unreadable generation is reported');
       await new Promise((resolve) => setTimeout(resolve, 100));
       assert.equal(messages.length, 1, messages.join('\n'));
@@ -78,7 +79,7 @@ describe('access tokens across a rotation (one process)', () => {
   test('old tokens keep working after keys:rotate, new ones carry the new kid, keys:retire refuses the old', async () => {
     const old = await issue();
     assert.equal((await read(old)).status, 200, 'verified once, so the process remembers it');
-    const rotated = await rotateKeys(server.keysDir);
+    const rotated = await rotateKeys(openKeyRingStore(server.keysDir));
     const newKid = rotated.signing[0].kid;
     assert.notEqual(decodeJwtPart(old, 0).kid, newKid);
 
@@ -90,7 +91,7 @@ describe('access tokens across a rotation (one process)', () => {
     assert.equal((await read(old)).status, 200);
     assert.equal((await read(fresh)).status, 200);
 
-    await retireKeys(server.keysDir, { kind: 'all' });
+    await retireKeys(openKeyRingStore(server.keysDir), { kind: 'all' });
     await eventually(async () => (await read(old)).status === 401, 'the retired key is refused');
     const refused = await read(old);
     assert.equal(refused.body.error, 'invalid_token');
@@ -112,8 +113,8 @@ describe('refresh tokens across a rotation of the refresh-token key (one process
 
   test('a token made before keys:rotate still refreshes after it; after keys:retire it is refused', async () => {
     const [refreshed, retired] = [await login(), await login()];
-    const rotated = await rotateKeys(server.keysDir);
-    const newKeyId = rotated.encryption[0].id;
+    const rotated = await rotateKeys(openKeyRingStore(server.keysDir));
+    const newKeyId = rotated.refreshTokenMac[0].id;
     assert.notEqual(keyIdOf(refreshed), newKeyId);
     await eventually(async () => keyIdOf(await login()) === newKeyId, 'new tokens carry the new key id');
 
@@ -121,7 +122,7 @@ describe('refresh tokens across a rotation of the refresh-token key (one process
     assert.equal(response.status, 200, JSON.stringify(response.body));
     assert.equal(keyIdOf(String(response.body.refresh_token)), newKeyId);
 
-    await retireKeys(server.keysDir, { kind: 'all' });
+    await retireKeys(openKeyRingStore(server.keysDir), { kind: 'all' });
     await eventually(
       async () => (await refreshGrant(server.url, FRONTEND_CLIENT, retired)).status === 400,
       'a token under the retired key is refused',
