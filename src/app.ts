@@ -1,14 +1,15 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { PasswordHasher } from './accounts/password-hasher.ts';
-import { type Config, ConfigError } from './config.ts';
+import { type Config, ConfigError } from './config/config.ts';
 import { createAuthenticator } from './http/authenticate.ts';
 import { createRequestHandler } from './http/pipeline.ts';
 import type { AnyRoute } from './http/route.ts';
 import { routeTable } from './http/routes/index.ts';
 import { createErrorLogger } from './logging/error-log.ts';
+import { GRANT_TYPES } from './oauth/model.ts';
 import { seed } from './seed.ts';
 import { openServices } from './services.ts';
-import { GRANT_TYPES, type Stores } from './stores/types.ts';
+import type { Stores } from './stores/stores.ts';
 
 export interface Application {
   server: Server;

@@ -57,7 +57,12 @@ export class UnsupportedGrantType extends Problem {
 }
 
 export class InvalidGrant extends Problem {
-  /** The wording is the same for every cause so a caller learns nothing about which part was wrong. */
+  /**
+   * Without a detail, "Invalid credentials", the same for every cause: a wrong username or
+   * password, an unknown or inactive account and an ended session are told apart to nobody.
+   * A refresh token or an authorization code is refused with what is wrong with it (unknown,
+   * already used, another client's, …): that tells its holder nothing about any account.
+   */
   constructor(detail = 'Invalid credentials') {
     super(400, detail, { oauthError: 'invalid_grant' });
   }

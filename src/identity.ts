@@ -1,5 +1,6 @@
+import { type Account, ADMIN_ROLES } from './accounts/model.ts';
 import { AuthenticationRequired, Forbidden } from './errors.ts';
-import { type Account, ADMIN_ROLES, type OAuthClient } from './stores/types.ts';
+import type { OAuthClient } from './oauth/model.ts';
 
 /**
  * Who is calling. A request without an `Authorization` header is a guest. It lives beside the
@@ -34,7 +35,7 @@ export function rolesOf(actor: Actor): readonly Role[] {
 }
 
 /** Reads only the actor's roles against a permission: 401 for a guest, 403 for anyone else. */
-export function authorize(actor: Actor, permission: 'public' | readonly Role[]): void {
+export function requirePermission(actor: Actor, permission: 'public' | readonly Role[]): void {
   if (permission === 'public') return;
   if (rolesOf(actor).some((role) => permission.includes(role))) return;
   if (actor.role === 'guest') throw new AuthenticationRequired();

@@ -2,7 +2,8 @@ import cluster from 'node:cluster';
 import { config as loadDotenv } from 'dotenv';
 import { runPrimary } from './cluster/primary.ts';
 import { runWorker } from './cluster/worker.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError } from './config/config.ts';
+import { loadConfig } from './config/load.ts';
 import { readPackageInfo } from './package-info.ts';
 
 /** Entry point: the primary prepares keys and forks HTTP workers; each worker serves. */

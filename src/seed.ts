@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { newAccountRecord } from './accounts/account-record.ts';
+import type { Account, AccountStore } from './accounts/model.ts';
 import type { PasswordHasher } from './accounts/password-hasher.ts';
 import { digestClientSecret } from './oauth/client-authentication.ts';
-import { type Account, type AccountStore, LEGACY_CLIENT_GRANTS, type Stores } from './stores/types.ts';
+import { LEGACY_CLIENT_GRANTS } from './oauth/model.ts';
+import type { Stores } from './stores/stores.ts';
 
 /**
  * The seed data. Publicly known: every value must be replaced before production (see

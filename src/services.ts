@@ -3,13 +3,13 @@ import { createAccountFlows } from './accounts/account-flows.ts';
 import { createAccountManagement } from './accounts/management.ts';
 import { createPasswordHasher } from './accounts/password-hasher.ts';
 import { createSessions } from './accounts/sessions.ts';
-import type { Config } from './config.ts';
+import type { Config } from './config/config.ts';
 import { createErrorReportReceiver } from './error-report/error-report.ts';
 import type { Services } from './http/route.ts';
 import { createMailer } from './mail/mailer.ts';
 import { type AccessTokenService, createAccessTokenService } from './oauth/access-token.ts';
-import { createAuthorizationEndpoint } from './oauth/authorization.ts';
 import { createAuthorizationCodeService } from './oauth/authorization-code.ts';
+import { createAuthorizationEndpoint } from './oauth/authorization-endpoint.ts';
 import { createClientManagement } from './oauth/client-management.ts';
 import { openKeyRing } from './oauth/key-ring.ts';
 import type { KeyRingStore } from './oauth/key-ring-store.ts';
@@ -124,7 +124,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     leaseSeconds: config.refreshTokenLeaseSeconds,
   });
   const authorizationCodes = createAuthorizationCodeService({
-    store: base.stores.authorizations,
+    store: base.stores.codeFlow,
     ttlSeconds: config.authorizationCodeTtl,
   });
   return {
@@ -144,7 +144,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
       refreshTokens,
       authorizationCodes,
     }),
-    authorization: createAuthorizationEndpoint({
+    authorizationEndpoint: createAuthorizationEndpoint({
       clients: base.stores.clients,
       scopes: base.stores.scopes,
       sessions: base.sessions,
@@ -152,7 +152,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
         keys: keyRing.refreshTokenMacKeys,
         ttlSeconds: SIGN_IN_FORM_TTL_SECONDS,
       }),
-      store: base.stores.authorizations,
+      store: base.stores.codeFlow,
       codes: authorizationCodes,
       issuer: config.appUrl,
     }),

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, test } from 'node:test';
-import { ConfigError, loadConfig } from '../src/config.ts';
+import { ConfigError } from '../src/config/config.ts';
+import { loadConfig } from '../src/config/load.ts';
 import { parseRedisUrl, type RedisTarget } from '../src/stores/redis/url.ts';
 import { configFile } from './support/config-file.ts';
 

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { createPasswordHasher } from '../src/accounts/password-hasher.ts';
 import { seed } from '../src/seed.ts';
-import { openStores } from '../src/stores/open.ts';
-import type { Stores } from '../src/stores/types.ts';
+import type { Stores } from '../src/stores/stores.ts';
 import { uniqueName, withDatabase } from './support/backends.ts';
+import { openTestStores } from './support/stores.ts';
 
 const mongoUrl = process.env.MONGODB_URL;
 
@@ -13,7 +13,7 @@ describe('seeding', () => {
   after(() => hasher.close());
 
   test('creates each seed record once and never overwrites a changed one (memory)', async () => {
-    const stores = await openStores({});
+    const stores = await openTestStores({});
     try {
       assert.equal((await seed(stores, hasher)).length, 5);
       const admin = await stores.admins.findByIdentity('admin');
@@ -42,7 +42,7 @@ describe('seeding', () => {
     const url = withDatabase(mongoUrl ?? '', uniqueName('seed'));
     // Separate connections stand for separate workers or containers.
     const connections: Stores[] = await Promise.all(
-      Array.from({ length: 4 }, () => openStores({ mongodbUrl: url })),
+      Array.from({ length: 4 }, () => openTestStores({ mongodbUrl: url })),
     );
     try {
       const created = await Promise.all(connections.map((stores) => seed(stores, hasher)));

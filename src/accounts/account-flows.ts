@@ -2,14 +2,14 @@ import { NotFound, ServiceUnavailable, ValidationFailed } from '../errors.ts';
 import type { Mailer, MailMessage } from '../mail/mailer.ts';
 import { activationMessage, identityReminderMessage, passwordResetMessage } from '../mail/messages.ts';
 import { digestOneTimeSecret, isOneTimeSecretShaped, newOneTimeSecret } from '../one-time-secrets.ts';
+import { cleanName, newAccountRecord } from './account-record.ts';
 import type {
   Account,
   AccountChanges,
   AccountStore,
   OneTimeTokenPurpose,
   OneTimeTokenStore,
-} from '../stores/types.ts';
-import { cleanName, newAccountRecord } from './account-record.ts';
+} from './model.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 import { assertNewPasswordAcceptable } from './password-policy.ts';
 import type { Sessions } from './sessions.ts';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Account, AccountStatus, AdminRole } from '../stores/types.ts';
+import type { Account, AccountStatus, AdminRole } from './model.ts';
 
 /** Names are trimmed; an empty one is no name. */
 export function cleanName(name: string | null | undefined): string | null | undefined {

@@ -1,12 +1,12 @@
 import { Type } from '@sinclair/typebox';
+import { Literals, QueryInteger } from '../validation.ts';
 import {
   ACCOUNT_SORT_FIELDS,
   ACCOUNT_STATUSES,
   type AccountQuery,
   type AccountSortField,
   type AccountStatus,
-} from '../stores/types.ts';
-import { Literals, QueryInteger } from '../validation.ts';
+} from './model.ts';
 
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;

@@ -1,6 +1,7 @@
 import { Conflict, Forbidden, NotFound, ValidationFailed } from '../errors.ts';
 import type { Actor } from '../identity.ts';
 import { isUuid } from '../ids.ts';
+import { cleanName, newAccountRecord } from './account-record.ts';
 import type {
   Account,
   AccountChanges,
@@ -10,8 +11,7 @@ import type {
   AccountStore,
   AdminRole,
   OneTimeTokenStore,
-} from '../stores/types.ts';
-import { cleanName, newAccountRecord } from './account-record.ts';
+} from './model.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 import { assertNewPasswordAcceptable } from './password-policy.ts';
 import {

@@ -1,6 +1,6 @@
 import { Forbidden } from '../errors.ts';
-import { type Actor, authorize, type Role, rolesOf } from '../identity.ts';
-import type { Account, AccountKind } from '../stores/types.ts';
+import { type Actor, type Role, requirePermission, rolesOf } from '../identity.ts';
+import type { Account, AccountKind } from './model.ts';
 
 /**
  * Who may do what to which account. The role lists are what the route table declares as
@@ -54,7 +54,7 @@ export const ACCOUNT_PERMISSIONS: Readonly<
 };
 
 export function assertMay(actor: Actor, kind: AccountKind, operation: AccountOperation): void {
-  authorize(actor, ACCOUNT_PERMISSIONS[kind][operation]);
+  requirePermission(actor, ACCOUNT_PERMISSIONS[kind][operation]);
 }
 
 /** Refused before the lookup, so a user cannot probe which ids exist. */

@@ -1,4 +1,4 @@
-import type { Account } from '../stores/types.ts';
+import type { Account } from './model.ts';
 
 /** The public view of an account: everything but the password hash. */
 export interface AccountView {

@@ -1,6 +1,6 @@
 import { type Static, type TObject, type TProperties, Type } from '@sinclair/typebox';
-import { ACCOUNT_STATUSES, type AccountStatus, ADMIN_ROLES } from '../stores/types.ts';
 import { Literals } from '../validation.ts';
+import { ACCOUNT_STATUSES, type AccountStatus, ADMIN_ROLES } from './model.ts';
 
 /**
  * The request bodies of the account routes, as TypeBox schemas. The route table carries these

@@ -1,12 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { identityKey } from '../stores/account-rules.ts';
-import type {
-  Account,
-  AccountChanges,
-  AccountKind,
-  AccountStore,
-  RefreshTokenStore,
-} from '../stores/types.ts';
+import type { RefreshTokenStore } from '../oauth/model.ts';
+import type { Account, AccountChanges, AccountKind, AccountStore } from './model.ts';
+import { identityKey } from './model.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 
 /**

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
 import { config as loadDotenv } from 'dotenv';
-import { ConfigError, loadConfig, loadServiceDescription } from '../config.ts';
+import { ConfigError } from '../config/config.ts';
+import { loadConfig, loadServiceDescription } from '../config/load.ts';
 import { readPackageInfo } from '../package-info.ts';
 import { COMMANDS } from './commands/index.ts';
 

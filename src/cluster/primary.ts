@@ -1,6 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import { createServer } from 'node:net';
-import type { Config } from '../config.ts';
+import type { Config } from '../config/config.ts';
 import { createProcessLogger } from '../logging/error-log.ts';
 import { ensureKeys } from '../oauth/key-rotation.ts';
 import { openKeyRingStore } from '../services.ts';

@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
 import type { Server } from 'node:http';
 import { type Application, createApplication } from '../app.ts';
-import type { Config } from '../config.ts';
+import type { Config } from '../config/config.ts';
 import { createProcessLogger } from '../logging/error-log.ts';
 import { defaultsStillInPlace } from '../seed.ts';
 

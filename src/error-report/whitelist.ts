@@ -38,6 +38,11 @@ export function createClientWhitelist(entries: {
   };
 }
 
+/** Throws InvalidWhitelistEntry for the first address entry createClientWhitelist would refuse. */
+export function checkAddressEntries(addresses: readonly string[]): void {
+  createClientWhitelist({ addresses, domains: [] });
+}
+
 function addEntry(list: BlockList, entry: string): void {
   const [network = '', prefixText, ...rest] = entry.trim().split('/');
   const address = normaliseAddress(network);

@@ -2,7 +2,7 @@ import type { Sessions } from '../accounts/sessions.ts';
 import { InvalidToken } from '../errors.ts';
 import type { Identity } from '../identity.ts';
 import type { AccessTokenService, VerifiedAccessToken } from '../oauth/access-token.ts';
-import type { ClientStore, OAuthClient } from '../stores/types.ts';
+import type { ClientStore, OAuthClient } from '../oauth/model.ts';
 
 const GUEST: Identity = Object.freeze({ role: 'guest' });
 

@@ -1,5 +1,13 @@
 import type { ServerResponse } from 'node:http';
-import type { Deprecation } from '../config.ts';
+
+/** A deprecated route (CONFIG_FILE `deprecations`): its answers say so (RFC 9745, RFC 8594). */
+export interface Deprecation {
+  /** When the route was (or will be) deprecated. */
+  since: Date;
+  sunset: Date;
+  /** Where the sunset policy is described (RFC 8594 §6). */
+  link: string;
+}
 
 /**
  * Static response headers per route name (`*` for every route), plus the deprecation headers

@@ -1,13 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import polka, { type Request } from 'polka';
 import { parse as parsePattern } from 'regexparam';
-import type { Deprecation } from '../config.ts';
 import { BadRequest, MethodNotAllowed, NotFound, Problem } from '../errors.ts';
-import { authorize, type Identity } from '../identity.ts';
+import { type Identity, requirePermission } from '../identity.ts';
 import { compileValidator } from '../validation.ts';
 import { parseBody, searchParamsObject } from './body.ts';
 import { answerPreflight, applyCors, type CorsPolicy } from './cors.ts';
-import { applyHeaders, headersForRoute } from './headers.ts';
+import { applyHeaders, type Deprecation, headersForRoute } from './headers.ts';
 import { writeProblem } from './problem.ts';
 import type { AnyRoute, Reply, Services } from './route.ts';
 
@@ -27,7 +26,7 @@ export interface PipelineOptions {
 /**
  * The HTTP pipeline, in order. polka matches the route; then, for that route:
  * response headers → CORS → body parsing → authentication (identity or guest) →
- * authorization (role vs the route's permission) → body validation → handler,
+ * permission check (role vs the route's permission) → body validation → handler,
  * with every failure turned into problem+json in one place.
  */
 export function createRequestHandler(
@@ -59,7 +58,7 @@ export function createRequestHandler(
           route.permission === 'public'
             ? { role: 'guest' as const }
             : await options.authenticate(req.headers.authorization);
-        authorize(identity, route.permission);
+        requirePermission(identity, route.permission);
         const query = new URLSearchParams(req.search);
         queryValidator?.check(searchParamsObject(query));
         const reply = await route.handler(

@@ -2,12 +2,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { AccountFlows } from '../accounts/account-flows.ts';
 import type { AccountManagement } from '../accounts/management.ts';
+import type { AccountKind } from '../accounts/model.ts';
 import type { ErrorReportReceiver } from '../error-report/error-report.ts';
 import type { Identity, Role } from '../identity.ts';
-import type { AuthorizationEndpoint } from '../oauth/authorization.ts';
+import type { AuthorizationEndpoint } from '../oauth/authorization-endpoint.ts';
 import type { ClientManagement } from '../oauth/client-management.ts';
 import type { TokenEndpoint } from '../oauth/token-endpoint.ts';
-import type { AccountKind } from '../stores/types.ts';
 import type { ErrorFormat } from './problem.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
@@ -38,7 +38,7 @@ export interface Services {
   accounts: Readonly<Record<AccountKind, AccountManagement>>;
   oauthClients: ClientManagement;
   /** The authorization endpoint and its sign-in form. */
-  authorization: AuthorizationEndpoint;
+  authorizationEndpoint: AuthorizationEndpoint;
 }
 
 export interface Reply {
@@ -70,7 +70,7 @@ export interface HeaderSpec {
 }
 
 /**
- * A route is data: the router, the authorization step, `route:list` and the OpenAPI
+ * A route is data: the router, the permission check, `route:list` and the OpenAPI
  * generator all read the same table, so they cannot drift apart.
  */
 export interface Route<S extends TSchema | undefined = TSchema | undefined> {

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { ACCOUNT_STATUSES, ADMIN_ROLES } from '../stores/types.ts';
+import { ACCOUNT_STATUSES, ADMIN_ROLES } from '../accounts/model.ts';
 import { Literals } from '../validation.ts';
 import { PROBLEM_JSON } from './problem.ts';
 import type { HeaderSpec, ResponseSpec } from './route.ts';

@@ -39,6 +39,20 @@ export interface MailerOptions {
  */
 const SMTP_DEFAULTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 };
 
+/** `smtp://` upgrades with STARTTLS when the server offers it, `smtps://` uses TLS from the start. */
+const SMTP_PROTOCOLS = ['smtp:', 'smtps:'];
+
+/** Throws an Error saying why `url` names no SMTP server, never quoting it: it carries a password. */
+export function checkSmtpUrl(url: string): void {
+  let protocol: string;
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    throw new Error('is not a valid URL');
+  }
+  if (!SMTP_PROTOCOLS.includes(protocol)) throw new Error(`must use ${SMTP_PROTOCOLS.join(' or ')}`);
+}
+
 export function createMailer(options: MailerOptions): Mailer {
   return options.smtpUrl ? smtpMailer(options, options.smtpUrl) : fileMailer(options);
 }

@@ -1,14 +1,16 @@
 import { type KeyObject, randomUUID } from 'node:crypto';
 import { errors, jwtVerify, SignJWT } from 'jose';
-import type { SigningAlgorithm } from '../config.ts';
+import type { AccountKind } from '../accounts/model.ts';
 import { InvalidToken } from '../errors.ts';
-import type { AccountKind } from '../stores/types.ts';
 
 /** How many verified access tokens a process remembers (about 1 KB each). */
 const VERIFIED_TOKENS_KEPT = 10_000;
 
 /** RFC 9068 §2.1: the media type of a JWT access token, sent in its `typ` header. */
 const ACCESS_TOKEN_TYPE = 'at+jwt';
+
+export const SIGNING_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'] as const;
+export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];
 
 /** Who an access token was issued to: an account, or (client credentials) the client itself. */
 export type TokenSubject = { kind: AccountKind; id: string } | { kind: 'client'; id: string };

@@ -1,5 +1,5 @@
 import { digestOneTimeSecret, isOneTimeSecretShaped, newOneTimeSecret } from '../one-time-secrets.ts';
-import type { AuthorizationCodeGrant, AuthorizationStore } from '../stores/types.ts';
+import type { AuthorizationCodeGrant, CodeFlowStore } from './model.ts';
 import { newFamilyId } from './refresh-token.ts';
 
 /**
@@ -17,7 +17,7 @@ export interface AuthorizationCodeService {
 }
 
 export function createAuthorizationCodeService(options: {
-  store: AuthorizationStore;
+  store: CodeFlowStore;
   ttlSeconds: number;
   now?: () => number;
 }): AuthorizationCodeService {

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { InvalidClient, InvalidRequest } from '../errors.ts';
-import type { ClientStore, OAuthClient } from '../stores/types.ts';
+import type { ClientStore, OAuthClient } from './model.ts';
 
 export function digestClientSecret(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');

@@ -1,9 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Conflict, NotFound, ValidationFailed } from '../errors.ts';
-import { type Actor, authorize, type Role } from '../identity.ts';
-import type { ClientChanges, ClientStore, ClientType, GrantType, OAuthClient } from '../stores/types.ts';
+import { type Actor, type Role, requirePermission } from '../identity.ts';
 import { digestClientSecret } from './client-authentication.ts';
 import type { ClientUpdate, NewClient } from './client-schemas.ts';
+import type { ClientChanges, ClientStore, ClientType, GrantType, OAuthClient } from './model.ts';
 import { redirectUriProblem } from './redirect-uri.ts';
 
 /** Who registers, changes and deletes clients: they decide who may sign people in. */
@@ -52,18 +52,18 @@ export function createClientManagement(deps: { clients: ClientStore; now?: () =>
 
   return {
     list(actor: Actor): Promise<OAuthClient[]> {
-      authorize(actor, CLIENT_MANAGERS);
+      requirePermission(actor, CLIENT_MANAGERS);
       return clients.list();
     },
 
     view(actor: Actor, name: string): Promise<OAuthClient> {
-      authorize(actor, CLIENT_MANAGERS);
+      requirePermission(actor, CLIENT_MANAGERS);
       return existing(name);
     },
 
     /** A confidential client's secret is in the answer, and nowhere else ever. */
     async create(actor: Actor, input: NewClient): Promise<ClientWithSecret> {
-      authorize(actor, CLIENT_MANAGERS);
+      requirePermission(actor, CLIENT_MANAGERS);
       const redirectUris = input.redirectUris ?? [];
       assertConsistent(input.type, input.grants, redirectUris);
       const secret = input.type === 'confidential' ? newClientSecret() : undefined;
@@ -86,7 +86,7 @@ export function createClientManagement(deps: { clients: ClientStore; now?: () =>
 
     /** Redirect URIs and grants; `rotateSecret` gives a confidential client a new secret, shown once. */
     async update(actor: Actor, name: string, input: ClientUpdate): Promise<ClientWithSecret> {
-      authorize(actor, CLIENT_MANAGERS);
+      requirePermission(actor, CLIENT_MANAGERS);
       const target = await existing(name);
       if (input.rotateSecret && target.type === 'public')
         throw new ValidationFailed({ rotateSecret: ['A public client has no secret'] });
@@ -110,7 +110,7 @@ export function createClientManagement(deps: { clients: ClientStore; now?: () =>
      * which the tokens and codes of the old one do not carry.
      */
     async remove(actor: Actor, name: string): Promise<void> {
-      authorize(actor, CLIENT_MANAGERS);
+      requirePermission(actor, CLIENT_MANAGERS);
       await assertAdminSignInRemains(await existing(name), null);
       if (!(await clients.delete(name))) throw new NotFound('No such client');
     },

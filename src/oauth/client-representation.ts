@@ -1,4 +1,5 @@
-import type { AccountKind, ClientType, GrantType, OAuthClient } from '../stores/types.ts';
+import type { AccountKind } from '../accounts/model.ts';
+import type { ClientType, GrantType, OAuthClient } from './model.ts';
 
 /** The public view of a client: everything but its id and the digest of its secret. */
 export interface ClientView {

@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { CLIENT_TYPES, GRANT_TYPES } from '../stores/types.ts';
 import { Literals } from '../validation.ts';
+import { CLIENT_TYPES, GRANT_TYPES } from './model.ts';
 import { MAX_REDIRECT_URI_LENGTH } from './redirect-uri.ts';
 
 /**

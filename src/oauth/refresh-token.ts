@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { RefreshTokenGrant, RefreshTokenStore } from '../stores/types.ts';
 import type { RefreshTokenMacKeys } from './key-ring.ts';
+import type { RefreshTokenGrant, RefreshTokenStore } from './model.ts';
 
 /**
  * Refresh tokens are opaque to clients: `<familyId>.<generation>.<keyId>.<secret>.<mac>`.

@@ -1,5 +1,5 @@
 import { InvalidScope } from '../errors.ts';
-import type { ScopeStore } from '../stores/types.ts';
+import type { ScopeStore } from './model.ts';
 
 /**
  * RFC 6749 §3.3: a space-delimited list of case-sensitive scope names. Every name must be a

@@ -1,12 +1,11 @@
-import type { GrantType } from '../config.ts';
 import { InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from '../errors.ts';
-import type { ClientStore } from '../stores/types.ts';
 import { authenticateClient } from './client-authentication.ts';
 import { authorizationCodeGrant } from './grants/authorization-code.ts';
 import { clientCredentialsGrant } from './grants/client-credentials.ts';
 import type { Grant, GrantDependencies, TokenResponse } from './grants/grant.ts';
 import { passwordGrant } from './grants/password.ts';
 import { refreshTokenGrant } from './grants/refresh-token.ts';
+import type { ClientStore, GrantType } from './model.ts';
 
 const ALL_GRANTS: readonly Grant[] = [
   authorizationCodeGrant,

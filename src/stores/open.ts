@@ -13,29 +13,29 @@ import { RedisInvalidations } from './cache/invalidation.ts';
 
 import type { Connection } from './connection.ts';
 import { guard, guardEach } from './guard.ts';
-import { MemoryAuthorizationStore } from './memory/authorizations.ts';
+import { MemoryCodeFlowStore } from './memory/code-flow.ts';
 import { MemoryRefreshTokenStore, memoryCatalogStores } from './memory/index.ts';
 import { connectMongo, isMongoOutage } from './mongo/connect.ts';
 import { mongoCatalogStores } from './mongo/index.ts';
-import { RedisAuthorizationStore } from './redis/authorizations.ts';
+import { RedisCodeFlowStore } from './redis/code-flow.ts';
 import type { RedisClient } from './redis/connect.ts';
 import { connectRedis, isRedisOutage } from './redis/connect.ts';
 import { RedisRefreshTokenStore } from './redis/refresh-tokens.ts';
-import type { Stores } from './types.ts';
+import type { Stores } from './stores.ts';
 
 export interface OpenStoresOptions {
   mongodbUrl?: string;
   redisUrl?: string;
   /** How long to keep trying to reach each backend at startup; then openStores rejects. */
-  startupTimeoutMs?: number;
+  startupTimeoutMs: number;
   log?: (msg: string) => void;
   /** Accounts each process keeps in memory when both backends are set; see cache/. */
-  accountCacheSize?: number;
+  accountCacheSize: number;
 }
 
 export async function openStores(options: OpenStoresOptions): Promise<Stores> {
   const connect = {
-    deadline: Date.now() + (options.startupTimeoutMs ?? 30000),
+    deadline: Date.now() + options.startupTimeoutMs,
     log: options.log ?? (() => {}),
   };
   // Both at once so a slow backend does not eat the other's startup time.
@@ -70,9 +70,9 @@ export async function openStores(options: OpenStoresOptions): Promise<Stores> {
     refreshTokens: redisHealth
       ? guard(new RedisRefreshTokenStore(redis.client), redisHealth, ['release'])
       : new MemoryRefreshTokenStore(),
-    authorizations: redisHealth
-      ? guard(new RedisAuthorizationStore(redis.client), redisHealth)
-      : new MemoryAuthorizationStore(),
+    codeFlow: redisHealth
+      ? guard(new RedisCodeFlowStore(redis.client), redisHealth)
+      : new MemoryCodeFlowStore(),
     async close() {
       mongoHealth?.stop();
       redisHealth?.stop();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import type { AdminRole } from '../../src/stores/types.ts';
+import type { AdminRole } from '../../src/accounts/model.ts';
 import { ADMIN_CLIENT, refreshGrant, request, SEEDED_ADMIN } from '../support/http.ts';
 import { backends, startTestServer, type TestServer } from '../support/server.ts';
 import { adminLogin, PASSWORD, storeAccount } from './fixtures.ts';

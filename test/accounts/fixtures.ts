@@ -1,7 +1,7 @@
 /** Shared steps of the account suites. */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { Account, AccountStore, AdminRole } from '../../src/stores/types.ts';
+import type { Account, AccountStore, AdminRole } from '../../src/accounts/model.ts';
 import { ADMIN_CLIENT, FRONTEND_CLIENT, passwordGrant, request } from '../support/http.ts';
 import { lastMailTo, linkIn, readMailDir } from '../support/smtp.ts';
 

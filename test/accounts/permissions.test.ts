@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { loadConfig } from '../../src/config.ts';
+import type { AdminRole } from '../../src/accounts/model.ts';
+import { loadConfig } from '../../src/config/load.ts';
 import { routeTable } from '../../src/http/routes/index.ts';
 import { openApiPath } from '../../src/openapi/document.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
-import type { AdminRole } from '../../src/stores/types.ts';
 import {
   authorizationQuery,
   csrfTokenOf,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, mock, test } from 'node:test';
-import { ANSWERS } from '../../src/http/routes/account.ts';
+import { ANSWERS } from '../../src/http/routes/self-service.ts';
 import { FRONTEND_CLIENT, passwordGrant, refreshGrant, request, SEEDED_USER } from '../support/http.ts';
 import { backends, describeBackendSkip, startTestServer, type TestServer } from '../support/server.ts';
 import { lastMailTo, linkIn, readMailDir, recipients } from '../support/smtp.ts';

@@ -5,8 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import type { AccountKind } from '../../src/accounts/model.ts';
 import { credentialStamp } from '../../src/accounts/sessions.ts';
-import type { AccountKind } from '../../src/stores/types.ts';
 import {
   ADMIN_CLIENT,
   FRONTEND_CLIENT,

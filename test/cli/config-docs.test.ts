@@ -9,7 +9,9 @@ import {
   ENV_EXAMPLE,
   envExample,
 } from '../../src/cli/commands/config-docs.ts';
-import { loadConfig, SETTINGS, type Setting } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import type { Setting } from '../../src/config/setting.ts';
+import { SETTINGS } from '../../src/config/settings.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
 import { runCli } from './run-cli.ts';
 
@@ -36,6 +38,19 @@ describe('config:docs', () => {
     assert.equal(result.code, 0, result.stderr);
     assert.equal(readFileSync(join(cwd, 'out/config.md'), 'utf8'), configurationDocument());
     assert.equal(readFileSync(join(cwd, 'env'), 'utf8'), envExample());
+  });
+
+  test(`${ENV_EXAMPLE} names every setting, applying only those the deployment sets`, () => {
+    const lines = envExample().split('\n');
+    for (const [name, setting] of Object.entries(SETTINGS) as [string, Setting][]) {
+      const assignment = lines.filter((line) => line.replace(/^# /, '').startsWith(`${name}=`));
+      assert.equal(assignment.length, 1, `${name} is named once`);
+      assert.equal(
+        assignment[0]?.startsWith('#'),
+        setting.envFile !== 'set',
+        `${name} is set or commented out`,
+      );
+    }
   });
 
   test('every setting says what leaving it unset means', () => {

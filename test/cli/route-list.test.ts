@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/load.ts';
 import type { AnyRoute } from '../../src/http/route.ts';
 import { routeTable } from '../../src/http/routes/index.ts';
 import { readPackageInfo } from '../../src/package-info.ts';

@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createPasswordHasher } from '../../src/accounts/password-hasher.ts';
 import { SEED } from '../../src/seed.ts';
-import { openStores } from '../../src/stores/open.ts';
 import {
   type Backend,
   freePort,
@@ -14,6 +13,7 @@ import {
   uniqueName,
   withDatabase,
 } from '../support/backends.ts';
+import { openTestStores } from '../support/stores.ts';
 import { isOneLineFailure, runCli } from './run-cli.ts';
 
 describe('cli seed', () => {
@@ -78,7 +78,7 @@ describe('cli seed', () => {
       assert.equal(second.code, 0, second.stderr);
       assert.equal(second.stdout, 'Every seed record is already there\n');
 
-      const stores = await openStores({ mongodbUrl: url });
+      const stores = await openTestStores({ mongodbUrl: url });
       const passwords = createPasswordHasher({ cost: 4, threads: 1 });
       try {
         const admin = await stores.admins.findByIdentity(SEED.admin.identity);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { ConfigError } from '../../src/config.ts';
+import { ConfigError } from '../../src/config/config.ts';
 import { configFile } from '../support/config-file.ts';
 import { FRONTEND_CLIENT, request, SEEDED_USER } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type Application, createApplication } from '../../src/app.ts';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/load.ts';
 import { type AnyRoute, defineRoute } from '../../src/http/route.ts';
 import { createErrorLogger, errorLogPath } from '../../src/logging/error-log.ts';
 import { generateKeys } from '../../src/oauth/key-rotation.ts';

@@ -14,13 +14,13 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/load.ts';
 import { ERROR_REPORT_LOG_FILE } from '../../src/error-report/error-report.ts';
 import { BackendUnavailable } from '../../src/errors.ts';
 import type { AnyRoute } from '../../src/http/route.ts';
 import { buildOpenApiDocument, type OpenApiDocument, openApiPath } from '../../src/openapi/document.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
-import type { Stores } from '../../src/stores/types.ts';
+import type { Stores } from '../../src/stores/stores.ts';
 import { adminLogin, PASSWORD, storeAccount, userLogin } from '../accounts/fixtures.ts';
 import {
   authorizationQuery,

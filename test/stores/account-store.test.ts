@@ -4,31 +4,19 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
+import type { Account, AccountQuery, AccountStore } from '../../src/accounts/model.ts';
+import { compareAccounts } from '../../src/accounts/model.ts';
 import { DuplicateIdentity } from '../../src/errors.ts';
-import { compareAccounts } from '../../src/stores/account-rules.ts';
 import { MemoryAccountStore } from '../../src/stores/memory/index.ts';
-import { ensureIndexes } from '../../src/stores/mongo/index.ts';
-import type { Account, AccountQuery, AccountStore } from '../../src/stores/types.ts';
+import { ensureIndexes, mongoCatalogStores } from '../../src/stores/mongo/index.ts';
 import { accountRecord } from '../support/accounts.ts';
-import {
-  type MongoTestDatabase,
-  mongoSkipped,
-  openMongoTestDatabase,
-  withMongoTestDatabase,
-} from '../support/mongo.ts';
+import { type MongoTestDatabase, mongoSkipped, withMongoTestDatabase } from '../support/mongo.ts';
+import { type ContractHarness, describeStoreContract } from '../support/store-contract.ts';
 
 interface Pair {
   admins: AccountStore;
   users: AccountStore;
-}
-
-interface Harness extends Pair {
-  /** Empties both stores before each test. */
-  reset(): Promise<void>;
-  close(): Promise<void>;
-  /** The same data through a second, independent connection (backends that have one). */
-  otherConnection?: () => Promise<Pair & { close(): Promise<void> }>;
 }
 
 let seq = 0;
@@ -39,19 +27,7 @@ function account(identity: string, overrides: Partial<Account> = {}): Account {
   return accountRecord({ identity, passwordHash: `$2b$10$hash-of-${identity}`, ...overrides }, at);
 }
 
-/** `separateConnections`: the backend is shared by processes, so races across connections are tested too. */
-function accountContract(open: () => Promise<Harness>, options: { separateConnections: boolean }): void {
-  let h: Harness;
-  before(async () => {
-    h = await open();
-  });
-  beforeEach(async () => {
-    await h.reset();
-  });
-  after(async () => {
-    await h?.close();
-  });
-
+function accountContract(h: ContractHarness<Pair>, options: { separateConnections: boolean }): void {
   test('create, then find by id and by identity returns exactly the account', async () => {
     const a = account('ada@example.com', { firstName: 'Ada', lastName: 'Lovelace', status: 'pending' });
     await h.users.create(a);
@@ -247,38 +223,16 @@ function accountContract(open: () => Promise<Harness>, options: { separateConnec
   });
 }
 
-describe('AccountStore: memory', () => {
-  accountContract(
-    async () => {
-      const h: Harness = {
-        admins: new MemoryAccountStore(),
-        users: new MemoryAccountStore(),
-        async reset() {
-          h.admins = new MemoryAccountStore();
-          h.users = new MemoryAccountStore();
-        },
-        async close() {},
-      };
-      return h;
-    },
-    { separateConnections: false },
-  );
-});
+describeStoreContract(
+  'AccountStore',
+  {
+    memory: () => ({ admins: new MemoryAccountStore(), users: new MemoryAccountStore() }),
+    mongo: { database: 'accounts_test', collections: ['admins', 'users'], stores: mongoCatalogStores },
+  },
+  accountContract,
+);
 
-describe('AccountStore: MongoDB', { skip: mongoSkipped }, () => {
-  accountContract(
-    async () => {
-      const database = await openMongoTestDatabase('accounts_test');
-      return {
-        ...database.stores,
-        reset: () => database.empty('admins', 'users'),
-        close: () => database.drop(),
-        otherConnection: database.connectAgain,
-      };
-    },
-    { separateConnections: true },
-  );
-
+describe('AccountStore: MongoDB documents', { skip: mongoSkipped }, () => {
   test('stores BSON dates and only the documented fields', async () => {
     await withMongoTestDatabase('accounts_raw', async ({ db, stores }) => {
       const a = account('Raw@Example.com');

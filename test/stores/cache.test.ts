@@ -6,11 +6,11 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import type { AccountStore } from '../../src/accounts/model.ts';
 import { cachedAccounts, cachedClients } from '../../src/stores/cache/cached-stores.ts';
 import { FLUSH, type Invalidations, RedisInvalidations } from '../../src/stores/cache/invalidation.ts';
 import { MemoryAccountStore, MemoryClientStore } from '../../src/stores/memory/index.ts';
 import { connectRedis } from '../../src/stores/redis/connect.ts';
-import type { AccountStore } from '../../src/stores/types.ts';
 import { accountRecord } from '../support/accounts.ts';
 import { type Backend, onPath, startRedis } from '../support/backends.ts';
 import { eventually } from '../support/eventually.ts';

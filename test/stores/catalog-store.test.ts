@@ -4,10 +4,11 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { test } from 'node:test';
+import type { ClientStore, OAuthClient, ScopeStore } from '../../src/oauth/model.ts';
 import { MemoryClientStore, MemoryScopeStore } from '../../src/stores/memory/index.ts';
-import type { ClientStore, OAuthClient, ScopeStore } from '../../src/stores/types.ts';
-import { mongoSkipped, openMongoTestDatabase } from '../support/mongo.ts';
+import { mongoCatalogStores } from '../../src/stores/mongo/index.ts';
+import { type ContractHarness, describeStoreContract } from '../support/store-contract.ts';
 
 interface Pair {
   clients: ClientStore;
@@ -15,11 +16,8 @@ interface Pair {
 }
 
 interface Harness extends Pair {
-  reset(): Promise<void>;
   /** Stores a client as it was written before clients had a type, redirect URIs and grants. */
   storeLegacyClient?: (name: string) => Promise<void>;
-  close(): Promise<void>;
-  otherConnection?: () => Promise<Pair & { close(): Promise<void> }>;
 }
 
 function client(name: string, overrides: Partial<OAuthClient> = {}): OAuthClient {
@@ -37,19 +35,7 @@ function client(name: string, overrides: Partial<OAuthClient> = {}): OAuthClient
   };
 }
 
-/** `separateConnections`: the backend is shared by processes, so races across connections are tested too. */
-function catalogContract(open: () => Promise<Harness>, options: { separateConnections: boolean }): void {
-  let h: Harness;
-  before(async () => {
-    h = await open();
-  });
-  beforeEach(async () => {
-    await h.reset();
-  });
-  after(async () => {
-    await h?.close();
-  });
-
+function catalogContract(h: ContractHarness<Harness>, options: { separateConnections: boolean }): void {
   test('a client is found by name exactly as created', async () => {
     const c = client('web', { accountKind: 'admin' });
     assert.equal(await h.clients.findByName('web'), null);
@@ -168,35 +154,17 @@ function catalogContract(open: () => Promise<Harness>, options: { separateConnec
   });
 }
 
-describe('ClientStore/ScopeStore: memory', () => {
-  catalogContract(
-    async () => {
-      const h: Harness = {
-        clients: new MemoryClientStore(),
-        scopes: new MemoryScopeStore(),
-        async reset() {
-          h.clients = new MemoryClientStore();
-          h.scopes = new MemoryScopeStore();
-        },
-        async close() {},
-      };
-      return h;
-    },
-    { separateConnections: false },
-  );
-});
-
-describe('ClientStore/ScopeStore: MongoDB', { skip: mongoSkipped }, () => {
-  catalogContract(
-    async () => {
-      const database = await openMongoTestDatabase('catalog_test');
-      return {
-        ...database.stores,
-        reset: () => database.empty('clients', 'scopes'),
-        close: () => database.drop(),
-        otherConnection: database.connectAgain,
+describeStoreContract<Harness>(
+  'ClientStore/ScopeStore',
+  {
+    memory: () => ({ clients: new MemoryClientStore(), scopes: new MemoryScopeStore() }),
+    mongo: {
+      database: 'catalog_test',
+      collections: ['clients', 'scopes'],
+      stores: (db) => ({
+        ...mongoCatalogStores(db),
         async storeLegacyClient(name) {
-          await database.db.collection('clients').insertOne({
+          await db.collection('clients').insertOne({
             _id: randomUUID() as never,
             name,
             secretDigest: 'a'.repeat(64),
@@ -204,8 +172,8 @@ describe('ClientStore/ScopeStore: MongoDB', { skip: mongoSkipped }, () => {
             createdAt: new Date(),
           });
         },
-      };
+      }),
     },
-    { separateConnections: true },
-  );
-});
+  },
+  catalogContract,
+);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { test } from 'node:test';
+import type { OneTimeTokenStore } from '../../src/accounts/model.ts';
 import { digestOneTimeSecret, newOneTimeSecret } from '../../src/one-time-secrets.ts';
 import { MemoryOneTimeTokenStore } from '../../src/stores/memory/one-time-tokens.ts';
 import {
@@ -7,82 +8,61 @@ import {
   ONE_TIME_TOKENS_COLLECTION,
   type OneTimeTokenDoc,
 } from '../../src/stores/mongo/one-time-tokens.ts';
-import { openStores } from '../../src/stores/open.ts';
-import type { OneTimeTokenStore } from '../../src/stores/types.ts';
-import {
-  type MongoTestDatabase,
-  mongoSkipped,
-  openMongoTestDatabase,
-  withMongoTestDatabase,
-} from '../support/mongo.ts';
+import { mongoSkipped, withMongoTestDatabase } from '../support/mongo.ts';
+import { describeStoreContract } from '../support/store-contract.ts';
+import { openTestStores } from '../support/stores.ts';
 
+/** A store whose clock the test sets. */
 interface Subject {
-  name: string;
-  /** A store whose clock the test sets. */
-  open(clock: { now: number }): Promise<OneTimeTokenStore>;
-  close(): Promise<void>;
-}
-
-const subjects: Subject[] = [
-  {
-    name: 'memory',
-    open: async (clock) => new MemoryOneTimeTokenStore(() => clock.now),
-    close: async () => {},
-  },
-];
-if (mongoSkipped) {
-  console.log(`# one-time token store: ${mongoSkipped}`);
-} else {
-  let database: MongoTestDatabase | undefined;
-  subjects.push({
-    name: 'mongo',
-    async open(clock) {
-      database = await openMongoTestDatabase('one_time_tokens');
-      const collection = database.db.collection<OneTimeTokenDoc>(ONE_TIME_TOKENS_COLLECTION);
-      return new MongoOneTimeTokenStore(collection, { now: () => new Date(clock.now) });
-    },
-    async close() {
-      await database?.drop();
-    },
-  });
+  store: OneTimeTokenStore;
+  clock: { now: number };
 }
 
 const HOUR = 3_600_000;
 
-for (const subject of subjects) {
-  describe(`one-time token store (${subject.name})`, () => {
-    const clock = { now: Date.now() };
-    let store: OneTimeTokenStore;
-    before(async () => {
-      store = await subject.open(clock);
-    });
-    after(() => subject.close());
-
+describeStoreContract<Subject>(
+  'OneTimeTokenStore',
+  {
+    memory() {
+      const clock = { now: Date.now() };
+      return { clock, store: new MemoryOneTimeTokenStore(() => clock.now) };
+    },
+    mongo: {
+      database: 'one_time_tokens',
+      collections: [ONE_TIME_TOKENS_COLLECTION],
+      stores(db) {
+        const clock = { now: Date.now() };
+        const collection = db.collection<OneTimeTokenDoc>(ONE_TIME_TOKENS_COLLECTION);
+        return { clock, store: new MongoOneTimeTokenStore(collection, { now: () => new Date(clock.now) }) };
+      },
+    },
+  },
+  (h) => {
     const token = (purpose: 'activation' | 'reset', accountId: string, ttl = HOUR) => ({
       purpose,
       digest: newOneTimeSecret().digest,
       accountId,
-      expiresAt: new Date(clock.now + ttl),
+      expiresAt: new Date(h.clock.now + ttl),
     });
 
     test('a saved token is found until it is consumed, and consumed once', async () => {
       const saved = token('activation', 'acc-1');
-      await store.save(saved);
-      assert.deepEqual(await store.find('activation', saved.digest), saved);
-      assert.equal(await store.find('reset', saved.digest), null, 'the purpose must match');
-      assert.equal(await store.consume('reset', saved.digest), null);
-      assert.deepEqual(await store.consume('activation', saved.digest), saved);
-      assert.equal(await store.consume('activation', saved.digest), null);
-      assert.equal(await store.find('activation', saved.digest), null);
+      await h.store.save(saved);
+      assert.deepEqual(await h.store.find('activation', saved.digest), saved);
+      assert.equal(await h.store.find('reset', saved.digest), null, 'the purpose must match');
+      assert.equal(await h.store.consume('reset', saved.digest), null);
+      assert.deepEqual(await h.store.consume('activation', saved.digest), saved);
+      assert.equal(await h.store.consume('activation', saved.digest), null);
+      assert.equal(await h.store.find('activation', saved.digest), null);
     });
 
     test('of many concurrent consumes of one token exactly one succeeds', async () => {
       // Several rounds: a non-atomic consume (findOneAndDelete on FerretDB 1.x) fails only some of the time.
       for (let round = 0; round < 20; round++) {
         const saved = token('reset', `acc-2-${round}`);
-        await store.save(saved);
+        await h.store.save(saved);
         const results = await Promise.all(
-          Array.from({ length: 10 }, () => store.consume('reset', saved.digest)),
+          Array.from({ length: 10 }, () => h.store.consume('reset', saved.digest)),
         );
         assert.equal(results.filter(Boolean).length, 1, `round ${round}`);
       }
@@ -90,23 +70,23 @@ for (const subject of subjects) {
 
     test('an expired token is neither found nor consumed', async () => {
       const saved = token('reset', 'acc-3', 1000);
-      await store.save(saved);
-      clock.now += 1000;
-      assert.equal(await store.find('reset', saved.digest), null);
-      assert.equal(await store.consume('reset', saved.digest), null);
+      await h.store.save(saved);
+      h.clock.now += 1000;
+      assert.equal(await h.store.find('reset', saved.digest), null);
+      assert.equal(await h.store.consume('reset', saved.digest), null);
     });
 
     test("deleteForAccount forgets the account's tokens, of one purpose or all", async () => {
       const activation = token('activation', 'acc-4');
       const reset = token('reset', 'acc-4');
       const otherAccount = token('reset', 'acc-5');
-      for (const t of [activation, reset, otherAccount]) await store.save(t);
-      await store.deleteForAccount('acc-4', 'reset');
-      assert.equal(await store.find('reset', reset.digest), null);
-      assert.ok(await store.find('activation', activation.digest));
-      await store.deleteForAccount('acc-4');
-      assert.equal(await store.find('activation', activation.digest), null);
-      assert.ok(await store.find('reset', otherAccount.digest));
+      for (const t of [activation, reset, otherAccount]) await h.store.save(t);
+      await h.store.deleteForAccount('acc-4', 'reset');
+      assert.equal(await h.store.find('reset', reset.digest), null);
+      assert.ok(await h.store.find('activation', activation.digest));
+      await h.store.deleteForAccount('acc-4');
+      assert.equal(await h.store.find('activation', activation.digest), null);
+      assert.ok(await h.store.find('reset', otherAccount.digest));
     });
 
     test('only digests are stored: the digest of a hash is its SHA-256, and differs from it', () => {
@@ -115,12 +95,12 @@ for (const subject of subjects) {
       assert.equal(digest, digestOneTimeSecret(hash));
       assert.match(digest, /^[0-9a-f]{64}$/);
     });
-  });
-}
+  },
+);
 
 test('openStores keeps one-time tokens in MongoDB beside the accounts', { skip: mongoSkipped }, async () => {
   await withMongoTestDatabase('one_time_tokens_open', async ({ url }) => {
-    const stores = await openStores({ mongodbUrl: url });
+    const stores = await openTestStores({ mongodbUrl: url });
     const store = stores.oneTimeTokens;
     const saved = {
       purpose: 'activation' as const,

@@ -7,9 +7,10 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
+import type { Account } from '../../src/accounts/model.ts';
 import { BackendUnavailable } from '../../src/errors.ts';
-import { openStores } from '../../src/stores/open.ts';
-import type { Account, RefreshTokenGrant, Stores } from '../../src/stores/types.ts';
+import type { RefreshTokenGrant } from '../../src/oauth/model.ts';
+import type { Stores } from '../../src/stores/stores.ts';
 import { accountRecord } from '../support/accounts.ts';
 import {
   type Backend,
@@ -20,6 +21,7 @@ import {
   uniqueName,
   withDatabase,
 } from '../support/backends.ts';
+import { openTestStores } from '../support/stores.ts';
 
 const FAIL_WITHIN_MS = 5000;
 const RECOVER_WITHIN_MS = 20000;
@@ -93,7 +95,7 @@ describe('Redis outage', {
   let stores: Stores;
   before(async () => {
     server = await startRedis();
-    stores = await openStores({ redisUrl: server.url, startupTimeoutMs: 10000 });
+    stores = await openTestStores({ redisUrl: server.url, startupTimeoutMs: 10000 });
   });
   after(async () => {
     await stores?.close();
@@ -118,7 +120,7 @@ describe('Redis outage', {
   });
 
   test('while frozen, calls are refused at once; thawed, they work again', async () => {
-    await assertFailsFastWhileFrozen(server, () => stores.authorizations.consumeCode(randomUUID()));
+    await assertFailsFastWhileFrozen(server, () => stores.codeFlow.consumeCode(randomUUID()));
   });
 
   test('a replica refusing writes (READONLY) and a full memory (OOM) are outages, not errors', async () => {
@@ -156,7 +158,7 @@ describe('MongoDB (FerretDB) outage', {
   let stores: Stores;
   before(async () => {
     server = await startFerretDb();
-    stores = await openStores({
+    stores = await openTestStores({
       mongodbUrl: withDatabase(server.url, uniqueName('outage')),
       startupTimeoutMs: 10000,
     });
@@ -191,7 +193,7 @@ describe('startup against a closed port', () => {
     const port = await freePort();
     const started = Date.now();
     await assert.rejects(
-      openStores({ mongodbUrl: `mongodb://app:s3cret@127.0.0.1:${port}/db`, startupTimeoutMs: 1500 }),
+      openTestStores({ mongodbUrl: `mongodb://app:s3cret@127.0.0.1:${port}/db`, startupTimeoutMs: 1500 }),
       (error: Error) => {
         assert.match(error.message, new RegExp(`MongoDB at 127\\.0\\.0\\.1:${port}`));
         assert.doesNotMatch(error.message, /s3cret/);
@@ -205,7 +207,7 @@ describe('startup against a closed port', () => {
     const port = await freePort();
     const started = Date.now();
     await assert.rejects(
-      openStores({ redisUrl: `redis://:s3cret@127.0.0.1:${port}`, startupTimeoutMs: 1500 }),
+      openTestStores({ redisUrl: `redis://:s3cret@127.0.0.1:${port}`, startupTimeoutMs: 1500 }),
       (error: Error) => {
         assert.match(error.message, new RegExp(`Redis at 127\\.0\\.0\\.1:${port}`));
         assert.doesNotMatch(error.message, /s3cret/);
@@ -216,7 +218,7 @@ describe('startup against a closed port', () => {
   });
 
   test('the memory backends need no URL at all', async () => {
-    const stores = await openStores({});
+    const stores = await openTestStores({});
     assert.equal(await stores.users.count({}), 0);
     await stores.close();
   });

@@ -6,15 +6,11 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { AccountKind } from '../../src/accounts/model.ts';
+import type { RefreshTokenGeneration, RefreshTokenGrant, RefreshTokenStore } from '../../src/oauth/model.ts';
 import { MemoryRefreshTokenStore } from '../../src/stores/memory/index.ts';
 import type { RedisClient } from '../../src/stores/redis/connect.ts';
 import { RedisRefreshTokenStore } from '../../src/stores/redis/refresh-tokens.ts';
-import type {
-  AccountKind,
-  RefreshTokenGeneration,
-  RefreshTokenGrant,
-  RefreshTokenStore,
-} from '../../src/stores/types.ts';
 import { uniqueName } from '../support/backends.ts';
 import { connectTestRedis, deleteKeys, keysOf, redisTargets } from '../support/redis.ts';
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Account } from '../../src/stores/types.ts';
+import type { Account } from '../../src/accounts/model.ts';
 
 /** An active account record without roles, as a store holds it, with `overrides` applied. */
 export function accountRecord(overrides: Partial<Account> = {}, at = new Date()): Account {

@@ -18,7 +18,7 @@ export interface MongoTestDatabase {
   db: Db;
   stores: MongoCatalogStores;
   /** The same database through another connection, as a second process of the service sees it. */
-  connectAgain(): Promise<MongoCatalogStores & { close(): Promise<void> }>;
+  connectAgain(): Promise<{ db: Db; close(): Promise<void> }>;
   /** Removes every document of the named collections, keeping their indexes. */
   empty(...collections: string[]): Promise<void>;
   /** Drops the database and closes the connection. */
@@ -49,7 +49,7 @@ export async function openMongoTestDatabase(
     stores: mongoCatalogStores(client.db()),
     async connectAgain() {
       const other = await connect();
-      return { ...mongoCatalogStores(other.db()), close: () => other.close() };
+      return { db: other.db(), close: () => other.close() };
     },
     async empty(...collections) {
       for (const name of collections) await client.db().collection(name).deleteMany({});

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Application, createApplication } from '../../src/app.ts';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/load.ts';
 import { generateKeys } from '../../src/oauth/key-rotation.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
 import { openKeyRingStore } from '../../src/services.ts';

@@ -1,9 +1,9 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Option } from 'commander';
+import { ADMIN_ROLES, type AdminRole } from '../../accounts/model.ts';
 import { assertNewPasswordAcceptable } from '../../accounts/password-policy.ts';
 import { AdminIdentity, NewPassword, PersonName } from '../../accounts/schemas.ts';
 import { OPERATOR } from '../../identity.ts';
-import { ADMIN_ROLES, type AdminRole } from '../../stores/types.ts';
 import { compileValidator } from '../../validation.ts';
 import { checked, kebabOption } from '../checked.ts';
 import { withOperatorServices } from '../operator-services.ts';

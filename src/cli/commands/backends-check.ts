@@ -16,10 +16,10 @@ export const registerBackendsCheck: RegisterCommand = (program, loadConfig) => {
     .option('--timeout <seconds>', 'how long each backend may take to answer', seconds, 3)
     .action(async (options: { timeout: number }) => {
       const config = loadConfig();
-      const timeoutMs = options.timeout * 1000;
+      const opening = { startupTimeoutMs: options.timeout * 1000, accountCacheSize: config.accountCacheSize };
       const results = await Promise.all([
-        check('MongoDB', 'MONGODB_URL', config.mongodbUrl, (url) => ({ mongodbUrl: url }), timeoutMs),
-        check('Redis', 'REDIS_URL', config.redisUrl, (url) => ({ redisUrl: url }), timeoutMs),
+        check('MongoDB', 'MONGODB_URL', config.mongodbUrl, (url) => ({ mongodbUrl: url }), opening),
+        check('Redis', 'REDIS_URL', config.redisUrl, (url) => ({ redisUrl: url }), opening),
       ]);
       for (const { line } of results) console.log(line);
       const down = results.filter((result) => !result.answers).map((result) => result.backend);
@@ -31,14 +31,14 @@ async function check(
   backend: string,
   variable: string,
   url: string | undefined,
-  only: (url: string) => OpenStoresOptions,
-  timeoutMs: number,
+  only: (url: string) => Pick<OpenStoresOptions, 'mongodbUrl' | 'redisUrl'>,
+  opening: Pick<OpenStoresOptions, 'startupTimeoutMs' | 'accountCacheSize'>,
 ): Promise<{ backend: string; answers: boolean; line: string }> {
   if (!url) return { backend, answers: true, line: `${backend}: embedded (${variable} unset)` };
   const started = Date.now();
   try {
     // The service's own connection code, for this backend alone, so each is judged on its own.
-    const stores = await openStores({ ...only(url), startupTimeoutMs: timeoutMs });
+    const stores = await openStores({ ...only(url), ...opening });
     await stores.close();
     return {
       backend,

@@ -1,10 +1,10 @@
 import { Option } from 'commander';
-import type { Config } from '../../config.ts';
+import type { Config } from '../../config/config.ts';
 import { OPERATOR } from '../../identity.ts';
 import type { ClientManagement } from '../../oauth/client-management.ts';
 import { viewClient } from '../../oauth/client-representation.ts';
 import { CreateClientBody, type NewClient } from '../../oauth/client-schemas.ts';
-import { CLIENT_TYPES, GRANT_TYPES } from '../../stores/types.ts';
+import { CLIENT_TYPES, GRANT_TYPES } from '../../oauth/model.ts';
 import { compileValidator } from '../../validation.ts';
 import { checked, kebabOption } from '../checked.ts';
 import { withOperatorServices } from '../operator-services.ts';

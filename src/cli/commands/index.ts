@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { Config, ServiceDescription } from '../../config.ts';
+import type { Config, ServiceDescription } from '../../config/config.ts';
 import { registerAdminCreate } from './admin-create.ts';
 import { registerBackendsCheck } from './backends-check.ts';
 import { registerClientCommands } from './client.ts';

@@ -1,4 +1,4 @@
-import type { Deprecation } from '../../config.ts';
+import type { Deprecation } from '../../http/headers.ts';
 import { routeTable } from '../../http/routes/index.ts';
 import { printTable } from '../table.ts';
 import type { RegisterCommand } from './index.ts';

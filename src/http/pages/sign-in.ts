@@ -1,4 +1,4 @@
-import type { SignInForm } from '../../oauth/authorization.ts';
+import type { SignInForm } from '../../oauth/authorization-endpoint.ts';
 import { escapeHtml, layout } from './page.ts';
 
 export const AUTHORIZE_PATH = '/security/authorize';

@@ -1,15 +1,15 @@
-import type { GrantType } from '../../config.ts';
+import type { GrantType } from '../../oauth/model.ts';
 import type { AnyRoute } from '../route.ts';
-import { accountRoutes } from './account.ts';
-import { adminRoutes, userRoutes } from './accounts.ts';
-import { authorizeRoutes } from './authorize.ts';
+import { authorizationEndpointRoutes } from './authorization-endpoint.ts';
 import { errorReportRoutes } from './error-report.ts';
 import { homeRoutes } from './home.ts';
 import { oauthClientRoutes } from './oauth-clients.ts';
-import { tokenRoutes } from './security.ts';
+import { selfServiceRoutes } from './self-service.ts';
+import { tokenRoutes } from './token-endpoint.ts';
+import { adminRoutes, userRoutes } from './users-and-admins.ts';
 
 /**
- * The service's route table: the router, the authorization step, `route:list` and the
+ * The service's route table: the router, the permission check, `route:list` and the
  * OpenAPI generator all read it. Plain data, built from the enabled grants alone: the
  * handlers receive their services with each request.
  */
@@ -17,9 +17,9 @@ export function routeTable(grants: ReadonlySet<GrantType>): AnyRoute[] {
   return [
     ...homeRoutes,
     ...tokenRoutes(grants),
-    ...(grants.has('authorization_code') ? authorizeRoutes : []),
+    ...(grants.has('authorization_code') ? authorizationEndpointRoutes : []),
     ...errorReportRoutes,
-    ...accountRoutes,
+    ...selfServiceRoutes,
     ...userRoutes,
     ...adminRoutes,
     ...oauthClientRoutes,

@@ -1,11 +1,11 @@
 import { type TSchema, Type } from '@sinclair/typebox';
+import type { AccountKind } from '../../accounts/model.ts';
 import type { Sessions } from '../../accounts/sessions.ts';
-import type { GrantType } from '../../config.ts';
 import { InvalidGrant, InvalidRequest, InvalidScope } from '../../errors.ts';
-import type { AccountKind, OAuthClient, ScopeStore } from '../../stores/types.ts';
 import { compileValidator, type Validator } from '../../validation.ts';
 import type { AccessTokenService } from '../access-token.ts';
 import type { AuthorizationCodeService } from '../authorization-code.ts';
+import type { GrantType, OAuthClient, ScopeStore } from '../model.ts';
 import type { RefreshTokenHold, RefreshTokenService } from '../refresh-token.ts';
 
 /** RFC 6749 §5.1. `refresh_token` is absent for the client credentials grant (§4.4.3). */

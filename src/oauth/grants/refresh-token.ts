@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { InvalidGrant, InvalidScope } from '../../errors.ts';
-import type { OAuthClient, RefreshTokenGrant } from '../../stores/types.ts';
+import type { OAuthClient, RefreshTokenGrant } from '../model.ts';
 import type { RefreshTokenHold } from '../refresh-token.ts';
 import { isWithin, resolveScope } from '../scope.ts';
 import {

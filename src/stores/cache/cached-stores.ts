@@ -2,7 +2,9 @@
  * The catalog stores (accounts, clients, scopes) behind per-worker caches: reads on the hot
  * paths come from memory, every write publishes what it changed once it committed.
  */
-import type { AccountStore, ClientStore, ScopeStore, Stores } from '../types.ts';
+import type { AccountStore } from '../../accounts/model.ts';
+import type { ClientStore, ScopeStore } from '../../oauth/model.ts';
+import type { Stores } from '../stores.ts';
 import type { Invalidations } from './invalidation.ts';
 import { type CacheBounds, ReadThrough } from './read-through.ts';
 
@@ -108,8 +110,6 @@ export function cachedClients(
   return new CachedClientStore(store, invalidations, bounds);
 }
 
-/** Accounts each process keeps unless ACCOUNT_CACHE_SIZE says otherwise. */
-export const DEFAULT_ACCOUNT_CACHE_SIZE = 10_000;
 /** A short TTL: the safety net for a write whose message was lost while the channel looked live. */
 const CACHE_TTL_MS = 30_000;
 /** Clients and scopes are few, registered by hand. */
@@ -119,7 +119,7 @@ const CATALOG_CACHE_SIZE = 1000;
 export function cacheCatalog<T extends Pick<Stores, 'admins' | 'users' | 'clients' | 'scopes'>>(
   stores: T,
   invalidations: Invalidations,
-  accountCacheSize = DEFAULT_ACCOUNT_CACHE_SIZE,
+  accountCacheSize: number,
 ): T {
   const accounts = { size: accountCacheSize, ttlMs: CACHE_TTL_MS };
   const catalog = { size: CATALOG_CACHE_SIZE, ttlMs: CACHE_TTL_MS };

@@ -1,6 +1,3 @@
-import { DuplicateIdentity } from '../../errors.ts';
-import { compareAccounts, identityKey } from '../account-rules.ts';
-import { copyRecord } from '../record-copy.ts';
 import type {
   Account,
   AccountChanges,
@@ -8,7 +5,10 @@ import type {
   AccountStatus,
   AccountStore,
   AdminRole,
-} from '../types.ts';
+} from '../../accounts/model.ts';
+import { compareAccounts, identityKey } from '../../accounts/model.ts';
+import { DuplicateIdentity } from '../../errors.ts';
+import { copyRecord } from '../record-copy.ts';
 
 /** Accounts in a Map: the embedded default, and the reference the contract tests hold others to. */
 export class MemoryAccountStore implements AccountStore {

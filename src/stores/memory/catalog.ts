@@ -1,5 +1,5 @@
+import type { ClientChanges, ClientStore, OAuthClient, Scope, ScopeStore } from '../../oauth/model.ts';
 import { copyRecord } from '../record-copy.ts';
-import type { ClientChanges, ClientStore, OAuthClient, Scope, ScopeStore } from '../types.ts';
 
 export class MemoryClientStore implements ClientStore {
   readonly #byName = new Map<string, OAuthClient>();

@@ -1,4 +1,4 @@
-import type { Stores } from '../types.ts';
+import type { Stores } from '../stores.ts';
 import { MemoryAccountStore } from './accounts.ts';
 import { MemoryClientStore, MemoryScopeStore } from './catalog.ts';
 import { MemoryOneTimeTokenStore } from './one-time-tokens.ts';

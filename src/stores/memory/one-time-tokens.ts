@@ -1,4 +1,4 @@
-import type { OneTimeToken, OneTimeTokenPurpose, OneTimeTokenStore } from '../types.ts';
+import type { OneTimeToken, OneTimeTokenPurpose, OneTimeTokenStore } from '../../accounts/model.ts';
 
 /**
  * One-time tokens in process memory. No method awaits before it has done its work, so on

@@ -1,11 +1,11 @@
+import type { AccountKind } from '../../accounts/model.ts';
 import type {
-  AccountKind,
   ConsumeResult,
   RefreshTokenGeneration,
   RefreshTokenGrant,
   RefreshTokenRotation,
   RefreshTokenStore,
-} from '../types.ts';
+} from '../../oauth/model.ts';
 
 /** One family: its grant, its current token and what holds it; nothing per rotated token. */
 interface Family {

@@ -1,6 +1,4 @@
 import type { Collection, Filter } from 'mongodb';
-import { DuplicateIdentity } from '../../errors.ts';
-import { identityKey } from '../account-rules.ts';
 import type {
   Account,
   AccountChanges,
@@ -8,7 +6,9 @@ import type {
   AccountStatus,
   AccountStore,
   AdminRole,
-} from '../types.ts';
+} from '../../accounts/model.ts';
+import { identityKey } from '../../accounts/model.ts';
+import { DuplicateIdentity } from '../../errors.ts';
 import { insertUnique, isDuplicateKey } from './unique.ts';
 
 /** How an account is stored: the UUID as `_id`, plus the folded identity the unique index is on. */

@@ -1,6 +1,6 @@
 import type { Collection } from 'mongodb';
+import type { AccountKind } from '../../accounts/model.ts';
 import {
-  type AccountKind,
   type ClientChanges,
   type ClientStore,
   type ClientType,
@@ -9,7 +9,7 @@ import {
   type OAuthClient,
   type Scope,
   type ScopeStore,
-} from '../types.ts';
+} from '../../oauth/model.ts';
 import { insertUnique } from './unique.ts';
 
 /**

@@ -73,6 +73,23 @@ export async function connectMongo(
   }
 }
 
+/**
+ * Throws an Error saying why the driver refuses the connection string. The driver parses (and
+ * refuses) it when a client is made, before any connection. The message never holds the URL,
+ * which may carry a password.
+ */
+export function checkMongoUrl(url: string): void {
+  try {
+    new MongoClient(url);
+  } catch (error) {
+    throw new Error(
+      String((error as Error).message)
+        .split(url)
+        .join('<the URL>'),
+    );
+  }
+}
+
 /** Server codes that mean "not reachable right now" rather than "your request is wrong". */
 const TRANSIENT_CODES = new Set([6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436]);
 /** Driver errors of a connection, a pool or server selection, by name. */

@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import type { Stores } from '../types.ts';
+import type { Stores } from '../stores.ts';
 import { type AccountDoc, foldIdentityKeys, MongoAccountStore } from './accounts.ts';
 import { type ClientDoc, MongoClientStore, MongoScopeStore, type ScopeDoc } from './catalog.ts';
 import {

@@ -1,5 +1,5 @@
 import type { Collection } from 'mongodb';
-import type { OneTimeToken, OneTimeTokenPurpose, OneTimeTokenStore } from '../types.ts';
+import type { OneTimeToken, OneTimeTokenPurpose, OneTimeTokenStore } from '../../accounts/model.ts';
 
 /**
  * A token under its digest as `_id`: the `_id` index is the unique index on the digest, so a

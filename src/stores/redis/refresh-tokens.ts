@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
+import type { AccountKind } from '../../accounts/model.ts';
 import type {
-  AccountKind,
   ConsumeResult,
   RefreshTokenGeneration,
   RefreshTokenGrant,
   RefreshTokenRotation,
   RefreshTokenStore,
-} from '../types.ts';
+} from '../../oauth/model.ts';
 import type { RedisClient } from './connect.ts';
 import { runScript, script } from './scripts.ts';
 

@@ -3,7 +3,7 @@ import { ActivationBody, EmailBody, PasswordResetBody, RegisterBody } from '../.
 import { HAL_JSON } from '../hal.ts';
 import { type AnyRoute, defineRoute, type Reply } from '../route.ts';
 import { AccountSchema, LOCATION, problems } from '../schemas.ts';
-import { accountReply, createdReply } from './accounts.ts';
+import { accountReply, createdReply } from './users-and-admins.ts';
 
 export const MessageSchema = Type.Object({ message: Type.String() }, { $id: 'Message' });
 
@@ -50,7 +50,7 @@ function mailRequestRoute(
  * be signed in to use them, and a caller who is signed in may use them as well; the
  * Authorization header is not looked at.
  */
-export const accountRoutes: readonly AnyRoute[] = [
+export const selfServiceRoutes: readonly AnyRoute[] = [
   defineRoute({
     method: 'POST',
     path: '/account/register',

@@ -1,3 +1,4 @@
+import type { AccountKind } from '../accounts/model.ts';
 import type { Sessions } from '../accounts/sessions.ts';
 import {
   InvalidAuthorizationRequest,
@@ -6,14 +7,8 @@ import {
   UnauthorizedClient,
   UnsupportedResponseType,
 } from '../errors.ts';
-import type {
-  AccountKind,
-  AuthorizationStore,
-  ClientStore,
-  OAuthClient,
-  ScopeStore,
-} from '../stores/types.ts';
 import type { AuthorizationCodeService } from './authorization-code.ts';
+import type { ClientStore, CodeFlowStore, OAuthClient, ScopeStore } from './model.ts';
 import { CODE_CHALLENGE } from './pkce.ts';
 import { isRegisteredRedirectUri, withResponseParameters } from './redirect-uri.ts';
 import { resolveScope } from './scope.ts';
@@ -61,7 +56,7 @@ export function createAuthorizationEndpoint(deps: {
   scopes: ScopeStore;
   sessions: Pick<Sessions, 'start'>;
   sealer: RequestSealer;
-  store: Pick<AuthorizationStore, 'useOnce'>;
+  store: Pick<CodeFlowStore, 'useOnce'>;
   codes: Pick<AuthorizationCodeService, 'issueCode'>;
   /** RFC 9207: `iss` of every authorization response. */
   issuer: string;

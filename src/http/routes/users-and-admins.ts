@@ -1,5 +1,6 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import { AccountListQuery, parseAccountListQuery } from '../../accounts/listing.ts';
+import type { Account, AccountKind } from '../../accounts/model.ts';
 import {
   ACCOUNT_OPERATIONS,
   ACCOUNT_PERMISSIONS,
@@ -14,7 +15,6 @@ import {
   UpdateUserBody,
 } from '../../accounts/schemas.ts';
 import type { Role } from '../../identity.ts';
-import type { Account, AccountKind } from '../../stores/types.ts';
 import { HAL_JSON, halCollection, halResource } from '../hal.ts';
 import { type AnyRoute, defineRoute, type Reply } from '../route.ts';
 import { AccountSchema, LOCATION, problems } from '../schemas.ts';

@@ -1,6 +1,6 @@
 import { type TSchema, Type } from '@sinclair/typebox';
-import type { GrantType } from '../../config.ts';
 import type { Grant } from '../../oauth/grants/grant.ts';
+import type { GrantType } from '../../oauth/model.ts';
 import { enabledGrants } from '../../oauth/token-endpoint.ts';
 import { NOT_CACHED } from '../problem.ts';
 import { type AnyRoute, defineRoute, type HeaderSpec, type ResponseSpec } from '../route.ts';

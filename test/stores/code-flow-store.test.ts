@@ -1,20 +1,20 @@
 /**
- * The AuthorizationStore contract (used sign-in form values and authorization codes), run
+ * The CodeFlowStore contract (used sign-in form values and authorization codes), run
  * against the memory store always and against Redis when REDIS_URL is set.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import type { AuthorizationCodeGrant, CodeFlowStore } from '../../src/oauth/model.ts';
 import { digestOneTimeSecret, newOneTimeSecret } from '../../src/one-time-secrets.ts';
-import { MemoryAuthorizationStore } from '../../src/stores/memory/authorizations.ts';
-import { RedisAuthorizationStore } from '../../src/stores/redis/authorizations.ts';
+import { MemoryCodeFlowStore } from '../../src/stores/memory/code-flow.ts';
+import { RedisCodeFlowStore } from '../../src/stores/redis/code-flow.ts';
 import type { RedisClient } from '../../src/stores/redis/connect.ts';
-import type { AuthorizationCodeGrant, AuthorizationStore } from '../../src/stores/types.ts';
 import { uniqueName } from '../support/backends.ts';
 import { connectTestRedis, deleteKeys, keysOf, redisTargets } from '../support/redis.ts';
 
 interface Harness {
-  store: AuthorizationStore;
+  store: CodeFlowStore;
   /** The store's clock, which `advance` moves forward. */
   now(): number;
   advance(ms: number): void;
@@ -38,7 +38,7 @@ function code(overrides: Partial<AuthorizationCodeGrant> = {}): AuthorizationCod
   };
 }
 
-function authorizationContract(open: () => Promise<Harness>): void {
+function codeFlowContract(open: () => Promise<Harness>): void {
   let h: Harness;
   before(async () => {
     h = await open();
@@ -104,12 +104,12 @@ function authorizationContract(open: () => Promise<Harness>): void {
   });
 }
 
-describe('AuthorizationStore: memory', () => {
-  authorizationContract(async () => {
+describe('CodeFlowStore: memory', () => {
+  codeFlowContract(async () => {
     let offset = 0;
     const now = () => Date.now() + offset;
     return {
-      store: new MemoryAuthorizationStore(now),
+      store: new MemoryCodeFlowStore(now),
       now,
       advance(ms) {
         offset += ms;
@@ -120,7 +120,7 @@ describe('AuthorizationStore: memory', () => {
 
   test('expired records are swept when new ones are saved', async () => {
     let now = Date.now();
-    const store = new MemoryAuthorizationStore(() => now);
+    const store = new MemoryCodeFlowStore(() => now);
     const old = digest();
     await store.saveCode(old, code({ expiresAt: now + 1000 }));
     now += 1000;
@@ -132,19 +132,19 @@ describe('AuthorizationStore: memory', () => {
 });
 
 for (const { label, url: redisUrl } of redisTargets())
-  describe(`AuthorizationStore: Redis, ${label}`, {
+  describe(`CodeFlowStore: Redis, ${label}`, {
     skip: redisUrl ? false : `no URL for Redis (${label}): real Redis contract not run`,
   }, () => {
     // A key prefix of its own per run, so concurrent runs never see each other's keys.
     const prefix = `${uniqueName('authz_test')}:`;
     let redis: RedisClient;
 
-    authorizationContract(async () => {
+    codeFlowContract(async () => {
       redis = await connectTestRedis(redisUrl ?? '');
       let offset = 0;
       const now = () => Date.now() + offset;
       return {
-        store: new RedisAuthorizationStore(redis, { prefix, now }),
+        store: new RedisCodeFlowStore(redis, { prefix, now }),
         now,
         advance(ms) {
           offset += ms;
@@ -157,7 +157,7 @@ for (const { label, url: redisUrl } of redisTargets())
     });
 
     test('every key is under the prefix, a code named by its digest only, and expires with its record', async () => {
-      const store = new RedisAuthorizationStore(redis, { prefix });
+      const store = new RedisCodeFlowStore(redis, { prefix });
       const { secret, digest: d } = newOneTimeSecret();
       assert.equal(d, digestOneTimeSecret(secret));
       await store.useOnce(d, Date.now() + 30_000);

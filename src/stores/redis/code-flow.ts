@@ -1,4 +1,4 @@
-import type { AuthorizationCodeGrant, AuthorizationStore } from '../types.ts';
+import type { AuthorizationCodeGrant, CodeFlowStore } from '../../oauth/model.ts';
 import type { RedisClient } from './connect.ts';
 import { runScript, script } from './scripts.ts';
 
@@ -30,7 +30,7 @@ redis.call('HSET', KEYS[1], 'used', '1')
 return 'consumed'
 `);
 
-export class RedisAuthorizationStore implements AuthorizationStore {
+export class RedisCodeFlowStore implements CodeFlowStore {
   readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #now: () => number;

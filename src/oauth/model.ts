@@ -1,62 +1,11 @@
+import type { AccountKind } from '../accounts/model.ts';
+
 /**
- * The storage contract. Every backend (memory, MongoDB, Redis) implements these interfaces
- * and is chosen only by its URL; nothing above this file knows which one it talks to.
+ * What the OAuth domain is made of: the grant and client types, clients, scopes, the records
+ * behind refresh tokens and authorization codes, and the stores that keep them. Every backend
+ * (memory, MongoDB, Redis) implements these stores (src/stores/), chosen only by its URL;
+ * nothing here knows which one it talks to.
  */
-
-export type AccountKind = 'admin' | 'user';
-
-/** The lists the schemas, the listing and the CLI are built from; the types follow from them. */
-export const ACCOUNT_STATUSES = ['pending', 'active', 'inactive', 'deleted'] as const;
-export type AccountStatus = (typeof ACCOUNT_STATUSES)[number];
-export const ADMIN_ROLES = ['admin', 'superuser'] as const;
-export type AdminRole = (typeof ADMIN_ROLES)[number];
-export const ACCOUNT_SORT_FIELDS = ['identity', 'createdAt', 'updatedAt', 'status'] as const;
-export type AccountSortField = (typeof ACCOUNT_SORT_FIELDS)[number];
-
-export interface Account {
-  id: string;
-  identity: string;
-  passwordHash: string;
-  firstName: string | null;
-  lastName: string | null;
-  status: AccountStatus;
-  /** Admin accounts: `admin` and/or `superuser`. User accounts: empty. */
-  roles: AdminRole[];
-  /**
-   * Part of the credential stamp the account's tokens carry: a fresh random value whenever
-   * every session of the account ends. Empty until the first such change, and on accounts
-   * stored before it existed.
-   */
-  sessionKey: string;
-  createdAt: Date;
-  updatedAt: Date;
-}
-
-export type AccountChanges = Partial<Omit<Account, 'id' | 'createdAt'>>;
-
-export interface AccountQuery {
-  status?: AccountStatus;
-  sort: AccountSortField;
-  order: 'asc' | 'desc';
-  /** 1-based page number. */
-  page: number;
-  limit: number;
-}
-
-export interface AccountStore {
-  findById(id: string): Promise<Account | null>;
-  /** Identity lookup. Identities compare without regard to case, and are unique that way. */
-  findByIdentity(identity: string): Promise<Account | null>;
-  /** Throws DuplicateIdentity when the identity is taken. */
-  create(account: Account): Promise<void>;
-  /** Creates the account unless one with that identity exists; never changes an existing one. */
-  createIfAbsent(account: Account): Promise<boolean>;
-  /** Returns the updated account, or null when it does not exist. Throws DuplicateIdentity. */
-  update(id: string, changes: AccountChanges): Promise<Account | null>;
-  delete(id: string): Promise<boolean>;
-  list(query: AccountQuery): Promise<{ items: Account[]; total: number }>;
-  count(filter: { status?: AccountStatus; role?: AdminRole }): Promise<number>;
-}
 
 /** The grants the service knows (RFC 6749 §4, §6); a client names those it may use. */
 export const GRANT_TYPES = ['password', 'refresh_token', 'client_credentials', 'authorization_code'] as const;
@@ -227,7 +176,7 @@ export interface AuthorizationCodeGrant {
  * The short-lived state of the authorization code flow: the sign-in forms used, then the
  * codes. Each record lives until its `expiresAt`; nothing of it needs to outlive that.
  */
-export interface AuthorizationStore {
+export interface CodeFlowStore {
   /**
    * Remembers a sign-in form's one-time value as used until it expires: true the first
    * time, false ever after (atomically: of concurrent calls with one id, one gets true).
@@ -247,45 +196,4 @@ export interface AuthorizationStore {
    * issued: a replay that raced the issue found no tokens to revoke yet.
    */
   wasReused(digest: string): Promise<boolean>;
-}
-
-export type OneTimeTokenPurpose = 'activation' | 'reset';
-
-/**
- * A single-use, expiring hash mailed to an account holder (activation and password reset
- * links). Only a SHA-256 digest of the hash is stored: whoever reads the store cannot use the links.
- */
-export interface OneTimeToken {
-  purpose: OneTimeTokenPurpose;
-  /** Hex SHA-256 digest of the hash in the link. */
-  digest: string;
-  /** The user account the link acts on. */
-  accountId: string;
-  expiresAt: Date;
-}
-
-export interface OneTimeTokenStore {
-  save(token: OneTimeToken): Promise<void>;
-  /**
-   * Removes and returns the unexpired token with this purpose and digest, atomically: of two
-   * concurrent calls with one digest at most one gets it. Expired or unknown: null.
-   */
-  consume(purpose: OneTimeTokenPurpose, digest: string): Promise<OneTimeToken | null>;
-  /** The unexpired token, without using it up (to tell a client whether a link is still good). */
-  find(purpose: OneTimeTokenPurpose, digest: string): Promise<OneTimeToken | null>;
-  /** Forgets the account's tokens, of one purpose or (without a purpose) all of them. */
-  deleteForAccount(accountId: string, purpose?: OneTimeTokenPurpose): Promise<void>;
-}
-
-export interface Stores {
-  admins: AccountStore;
-  users: AccountStore;
-  clients: ClientStore;
-  scopes: ScopeStore;
-  refreshTokens: RefreshTokenStore;
-  authorizations: AuthorizationStore;
-  /** Activation and password-reset links; they live beside the accounts. */
-  oneTimeTokens: OneTimeTokenStore;
-  /** Closes connections; safe to call once at shutdown. */
-  close(): Promise<void>;
 }

@@ -1,4 +1,4 @@
-import type { AuthorizationCodeGrant, AuthorizationStore } from '../types.ts';
+import type { AuthorizationCodeGrant, CodeFlowStore } from '../../oauth/model.ts';
 
 interface StoredCode {
   grant: AuthorizationCodeGrant;
@@ -10,7 +10,7 @@ interface StoredCode {
  * The authorization code flow's records in process memory. No method awaits before it has
  * done its work, so on Node's single thread each one is atomic.
  */
-export class MemoryAuthorizationStore implements AuthorizationStore {
+export class MemoryCodeFlowStore implements CodeFlowStore {
   /** Used sign-in form values: id -> expiry (ms). */
   readonly #used = new Map<string, number>();
   readonly #codes = new Map<string, StoredCode>();

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import type { AuthorizationStep } from '../../oauth/authorization.ts';
+import type { AuthorizationStep } from '../../oauth/authorization-endpoint.ts';
 import { HTML, HTML_MEDIA_TYPE, pageHeaders, STYLESHEET, STYLESHEET_PATH } from '../pages/page.ts';
 import { AUTHORIZE_PATH, signInPage } from '../pages/sign-in.ts';
 import { type AnyRoute, defineRoute, type HeaderSpec, type Reply, type ResponseSpec } from '../route.ts';
@@ -95,7 +95,7 @@ function reply(step: AuthorizationStep): Reply {
   };
 }
 
-export const authorizeRoutes: readonly AnyRoute[] = [
+export const authorizationEndpointRoutes: readonly AnyRoute[] = [
   defineRoute({
     method: 'GET',
     path: AUTHORIZE_PATH,
@@ -116,7 +116,7 @@ export const authorizeRoutes: readonly AnyRoute[] = [
       500: FAILURE_PAGES[500],
       503: FAILURE_PAGES[503],
     },
-    handler: async ({ query }, { authorization }) => reply(await authorization.begin(query)),
+    handler: async ({ query }, { authorizationEndpoint }) => reply(await authorizationEndpoint.begin(query)),
   }),
   defineRoute({
     method: 'POST',
@@ -136,9 +136,9 @@ export const authorizeRoutes: readonly AnyRoute[] = [
       ),
       ...FAILURE_PAGES,
     },
-    handler: async ({ body }, { authorization }) =>
+    handler: async ({ body }, { authorizationEndpoint }) =>
       reply(
-        await authorization.signIn({
+        await authorizationEndpoint.signIn({
           csrfToken: body.csrf_token,
           username: body.username,
           password: body.password,
