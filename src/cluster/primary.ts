@@ -2,7 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { createServer } from 'node:net';
 import type { Config } from '../config.ts';
 import { createProcessLogger } from '../logging/error-log.ts';
-import { ensureKeyFiles, readKeyRing } from '../oauth/keys.ts';
+import { ensureKeyFiles, readKeyRing, secureKeyDirectory } from '../oauth/keys.ts';
 
 /** A worker that dies this many times within CRASH_WINDOW_MS means something is broken for good. */
 export const MAX_CRASHES = 5;
@@ -16,8 +16,9 @@ const SHUTDOWN_BACKSTOP_MS = 5_000;
 type Logger = ReturnType<typeof createProcessLogger>;
 
 /**
- * The primary process: makes sure the key ring exists before any worker starts (nodes
- * starting at once on a shared directory write exactly one between them), forks the
+ * The primary process: makes sure the key ring exists, in a directory only the service may
+ * enter, before any worker starts (nodes starting at once on a shared directory write exactly
+ * one between them), forks the
  * workers, replaces a worker that dies (with a growing delay, giving up if they crash in a
  * loop), and on SIGTERM/SIGINT lets the workers
  * finish their requests, close their backend connections and exit, then exits 0.
@@ -30,6 +31,8 @@ type Logger = ReturnType<typeof createProcessLogger>;
 export async function runPrimary(config: Config): Promise<void> {
   const log = createProcessLogger(config.appName);
   await assertPortFree(config.port, config.host);
+  const notice = await secureKeyDirectory(config.keysDir);
+  if (notice) log[notice.level](notice.message);
   if (await ensureKeyFiles(config.keysDir)) log.info(`Generated a new key ring in ${config.keysDir}`);
   // A ring that cannot be read stops the start here, rather than in every worker.
   await readKeyRing(config.keysDir);

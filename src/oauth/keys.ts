@@ -6,7 +6,7 @@ import {
   type KeyObject,
   randomBytes,
 } from 'node:crypto';
-import { link, mkdir, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import { chmod, link, mkdir, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /**
@@ -407,7 +407,7 @@ async function commit(
     }
     const generation = base + 1;
     const target = join(dir, ringFileName(generation));
-    const temporary = `${target}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+    const temporary = temporaryPath(target);
     await writeFile(temporary, `${JSON.stringify(next, null, 2)}\n`, { mode: 0o600 });
     try {
       await link(temporary, target);
@@ -434,10 +434,52 @@ async function emptySuperseded(dir: string, generation: number): Promise<void> {
     if ((LEGACY_FILES as readonly string[]).includes(name)) await unlink(path).catch(() => undefined);
     if (!match || Number(match[1]) >= generation) continue;
     if ((await readFile(path, 'utf8')).includes('"replacedBy"')) continue;
-    const temporary = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+    const temporary = temporaryPath(path);
     await writeFile(temporary, `${JSON.stringify({ replacedBy: generation })}\n`, { mode: 0o600 });
     await rename(temporary, path);
   }
+}
+
+/** Where a file is written before it takes its name: beside it, unique to this process and write. */
+export function temporaryPath(path: string): string {
+  return `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+}
+
+/** What `secureKeyDirectory` did, or could not do, for the caller to log. */
+export interface KeyDirectoryNotice {
+  level: 'info' | 'warn';
+  message: string;
+}
+
+/**
+ * The key directory is the service's alone (0700): group or others who may enter it can read
+ * any key file whose own mode someone loosened (a copy made with `cp`, a restored backup), and
+ * watch the ring change. A directory the service owns is tightened to 0700; one it does not
+ * own is left as it is (it is someone else's to manage) and named in a warning. Nothing to
+ * say when the directory is private already or does not exist yet (commit creates it 0700).
+ */
+export async function secureKeyDirectory(dir: string): Promise<KeyDirectoryNotice | undefined> {
+  let status: Awaited<ReturnType<typeof stat>>;
+  try {
+    status = await stat(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  const mode = status.mode & 0o777;
+  // No POSIX modes to speak of (Windows): nothing to check.
+  if ((mode & 0o077) === 0 || process.getuid === undefined) return undefined;
+  const octal = (value: number) => value.toString(8).padStart(4, '0');
+  if (status.uid !== process.getuid()) {
+    return {
+      level: 'warn',
+      message:
+        `Key directory ${dir} is open to its group or others (mode ${octal(mode)}) and owned by another ` +
+        `user, so it is left as it is: make it 0700 (chmod 700 ${dir})`,
+    };
+  }
+  await chmod(dir, 0o700);
+  return { level: 'info', message: `Tightened key directory ${dir} from ${octal(mode)} to 0700` };
 }
 
 function toFile(signing: readonly SigningKey[], encryption: readonly EncryptionKey[]): KeyRingFile {

@@ -4,20 +4,24 @@
  * the three files of earlier versions.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import {
   encryptionKeyId,
   ensureKeyFiles,
   generateKeyFiles,
   KeyFilesExist,
   type KeyRingState,
+  LEGACY_FILES,
   readKeyRing,
   retireKeys,
   rotateKeys,
+  temporaryPath,
   thumbprint,
 } from '../../src/oauth/keys.ts';
 
@@ -243,5 +247,29 @@ describe('retiring keys', () => {
     const all = await retireKeys(dir, { kind: 'all' });
     assert.deepEqual(kids(all.ring), [current]);
     assert.deepEqual(encryptionIds(all.ring), [ring.encryption[0].id]);
+  });
+});
+
+describe('a checkout', () => {
+  const repository = fileURLToPath(new URL('../../', import.meta.url));
+  const ignored = (path: string) =>
+    spawnSync('git', ['-C', repository, 'check-ignore', '--no-index', '--quiet', path]).status === 0;
+  const git = spawnSync('git', ['-C', repository, 'rev-parse', '--git-dir']);
+  const skip = git.status === 0 ? false : 'not a git checkout (or no git): .gitignore not checked';
+  if (skip) console.log(`# ${skip}`);
+
+  test('never shows git the ring, the files a change passes through, or the files of earlier versions', {
+    skip,
+  }, () => {
+    const ring = join('keys', 'keyring-12.json');
+    for (const path of [
+      join('keys', 'keyring-1.json'),
+      ring,
+      temporaryPath(ring),
+      ...LEGACY_FILES.map((name) => join('keys', name)),
+    ]) {
+      assert.ok(ignored(path), `${path} is not git-ignored`);
+    }
+    assert.equal(ignored(join('keys', '.gitkeep')), false, 'the directory itself stays in the checkout');
   });
 });

@@ -1,6 +1,6 @@
 import { generateKeyFiles, readKeyRing } from '../../oauth/keys.ts';
 import type { RegisterCommand } from './index.ts';
-import { printRing } from './keys-list.ts';
+import { printRing, secureBeforeWriting } from './keys-list.ts';
 
 export const registerKeysGenerate: RegisterCommand = (program, loadConfig) => {
   program
@@ -14,6 +14,7 @@ export const registerKeysGenerate: RegisterCommand = (program, loadConfig) => {
     .option('--dir <dir>', 'write to this directory instead of KEYS_DIR')
     .action(async (options: { force: boolean; dir?: string }) => {
       const dir = options.dir ?? loadConfig().keysDir;
+      await secureBeforeWriting(dir);
       await generateKeyFiles(dir, { force: options.force });
       printRing(await readKeyRing(dir));
       if (options.force)

@@ -1,5 +1,5 @@
 import { KEY_RING_RELOAD_MS } from '../../oauth/key-ring.ts';
-import { type KeyRingState, readKeyRing } from '../../oauth/keys.ts';
+import { type KeyRingState, readKeyRing, secureKeyDirectory } from '../../oauth/keys.ts';
 import type { RegisterCommand } from './index.ts';
 
 export const registerKeysList: RegisterCommand = (program, loadConfig) => {
@@ -30,4 +30,10 @@ export function printRing(ring: KeyRingState): void {
   ring.encryption.forEach((key, index) => {
     console.log(line('refresh', key.id, key, index === 0 ? 'mints' : 'verifies'));
   });
+}
+
+/** Before a keys command writes: a key directory open to others is tightened or named (stderr). */
+export async function secureBeforeWriting(dir: string): Promise<void> {
+  const notice = await secureKeyDirectory(dir);
+  if (notice) console.error(`${notice.level === 'warn' ? 'warning: ' : ''}${notice.message}`);
 }

@@ -1,6 +1,6 @@
 import { rotateKeys } from '../../oauth/keys.ts';
 import type { RegisterCommand } from './index.ts';
-import { printRing } from './keys-list.ts';
+import { printRing, secureBeforeWriting } from './keys-list.ts';
 
 export const registerKeysRotate: RegisterCommand = (program, loadConfig) => {
   program
@@ -11,7 +11,9 @@ export const registerKeysRotate: RegisterCommand = (program, loadConfig) => {
     )
     .option('--dir <dir>', 'change this directory instead of KEYS_DIR')
     .action(async (options: { dir?: string }) => {
-      const ring = await rotateKeys(options.dir ?? loadConfig().keysDir);
+      const dir = options.dir ?? loadConfig().keysDir;
+      await secureBeforeWriting(dir);
+      const ring = await rotateKeys(dir);
       printRing(ring);
       console.log('Nobody is signed out. Once the earlier tokens have expired, run keys:retire.');
     });
