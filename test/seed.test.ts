@@ -1,12 +1,40 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
+import { newAccountRecord } from '../src/accounts/account-record.ts';
 import { createPasswordHasher } from '../src/accounts/password-hasher.ts';
 import { seed } from '../src/seed.ts';
 import { openStores } from '../src/stores/open.ts';
-import type { Stores } from '../src/stores/types.ts';
+import { type Account, LEGACY_CLIENT_GRANTS, type Stores } from '../src/stores/types.ts';
 import { uniqueName, withDatabase } from './support/backends.ts';
 
 const mongoUrl = process.env.MONGODB_URL;
+
+/** What the seed of earlier versions left: the same records, and no ledger of them. */
+async function seedAsEarlierVersionsDid(stores: Stores): Promise<void> {
+  const now = new Date();
+  await stores.scopes.createIfAbsent({ name: 'api', description: 'The API' });
+  for (const [name, accountKind] of [
+    ['admin', 'admin'],
+    ['frontend', 'user'],
+  ] as const) {
+    await stores.clients.createIfAbsent({
+      id: randomUUID(),
+      name,
+      type: 'confidential',
+      secretDigest: 'a'.repeat(64),
+      accountKind,
+      redirectUris: [],
+      grants: [...LEGACY_CLIENT_GRANTS],
+      createdAt: now,
+      updatedAt: now,
+    });
+  }
+  const account = (identity: string, roles: Account['roles']) =>
+    newAccountRecord({ identity, passwordHash: 'x', status: 'active', roles }, now);
+  await stores.admins.createIfAbsent(account('admin', ['superuser']));
+  await stores.users.createIfAbsent(account('user@example.com', []));
+}
 
 describe('seeding', () => {
   const hasher = createPasswordHasher({ cost: 4, threads: 1 });
@@ -34,6 +62,78 @@ describe('seeding', () => {
     } finally {
       await stores.close();
     }
+  });
+
+  test('a seed record an operator removed is not created again (memory)', async () => {
+    const stores = await openStores({});
+    try {
+      await seed(stores, hasher);
+      assert.equal(await stores.clients.delete('admin'), true);
+      assert.equal(await stores.clients.delete('frontend'), true);
+      assert.deepEqual(await seed(stores, hasher), []);
+      assert.equal(await stores.clients.findByName('admin'), null);
+      assert.equal(await stores.clients.findByName('frontend'), null);
+    } finally {
+      await stores.close();
+    }
+  });
+
+  describe('against MongoDB', {
+    skip: mongoUrl ? false : 'MONGODB_URL not set: seeding MongoDB not run',
+  }, () => {
+    /** Separate connections stand for separate workers, containers, or one process restarted. */
+    const connect = (url: string, count: number) =>
+      Promise.all(Array.from({ length: count }, () => openStores({ mongodbUrl: url })));
+    const closeAll = (connections: Stores[]) => Promise.all(connections.map((stores) => stores.close()));
+
+    test('a removed seed client stays removed across restarts and concurrent seeders', async () => {
+      const url = withDatabase(mongoUrl ?? '', uniqueName('seed'));
+      const [first] = await connect(url, 1);
+      assert.ok(first);
+      try {
+        assert.equal((await seed(first, hasher)).length, 5);
+        assert.equal(await first.clients.delete('admin'), true);
+        await first.admins.update((await first.admins.findByIdentity('admin'))?.id ?? '', {
+          identity: 'deleted-admin',
+          status: 'deleted',
+        });
+      } finally {
+        await first.close();
+      }
+      const restarted = await connect(url, 4);
+      try {
+        assert.deepEqual((await Promise.all(restarted.map((stores) => seed(stores, hasher)))).flat(), []);
+        const [stores] = restarted;
+        assert.equal(await stores?.clients.findByName('admin'), null);
+        assert.equal(await stores?.admins.findByIdentity('admin'), null);
+        assert.ok(await stores?.clients.findByName('frontend'));
+      } finally {
+        await closeAll(restarted);
+      }
+    });
+
+    test('upgrading a store an earlier version seeded: what an operator removed before stays removed', async () => {
+      const url = withDatabase(mongoUrl ?? '', uniqueName('seed'));
+      const [old] = await connect(url, 1);
+      assert.ok(old);
+      try {
+        await seedAsEarlierVersionsDid(old);
+        await old.clients.delete('admin');
+        await old.clients.delete('frontend');
+      } finally {
+        await old.close();
+      }
+      const upgraded = await connect(url, 4);
+      try {
+        assert.deepEqual((await Promise.all(upgraded.map((stores) => seed(stores, hasher)))).flat(), []);
+        const [stores] = upgraded;
+        assert.equal(await stores?.clients.findByName('admin'), null);
+        assert.equal(await stores?.clients.findByName('frontend'), null);
+        assert.deepEqual(await seed(stores as Stores, hasher), [], 'and at every start after');
+      } finally {
+        await closeAll(upgraded);
+      }
+    });
   });
 
   test('several processes seeding one MongoDB at once create each record exactly once', {

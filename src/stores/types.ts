@@ -122,6 +122,19 @@ export interface ScopeStore {
   createIfAbsent(scope: Scope): Promise<boolean>;
 }
 
+/**
+ * Which seed records have been seeded: one mark per record, taken before the record is
+ * created and never taken back once it was, so that a seed record an operator removed is not
+ * created again, by a restart or by another process seeding at the same time.
+ */
+export interface SeedLedger {
+  /** Marks the record seeded and returns true; false when it was marked already (atomically: of concurrent calls one gets true). */
+  claim(record: string): Promise<boolean>;
+  has(record: string): Promise<boolean>;
+  /** Takes back a mark whose record could not be created, so that the next seeding tries again. */
+  release(record: string): Promise<void>;
+}
+
 /** What a refresh token stands for. The token itself is never stored, only its MAC. */
 export interface RefreshTokenGrant {
   /** Token family: every token rotated from one login shares it (RFC 9700 §4.14.2). */
@@ -286,6 +299,8 @@ export interface Stores {
   authorizations: AuthorizationStore;
   /** Activation and password-reset links; they live beside the accounts. */
   oneTimeTokens: OneTimeTokenStore;
+  /** Which seed records were seeded; beside the records they mark. */
+  seedLedger: SeedLedger;
   /** Closes connections; safe to call once at shutdown. */
   close(): Promise<void>;
 }

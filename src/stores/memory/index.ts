@@ -3,10 +3,11 @@ import { MemoryAccountStore } from './accounts.ts';
 import { MemoryClientStore, MemoryScopeStore } from './catalog.ts';
 import { MemoryOneTimeTokenStore } from './one-time-tokens.ts';
 import { MemoryRefreshTokenStore } from './refresh-tokens.ts';
+import { MemorySeedLedger } from './seed-ledger.ts';
 
 export function memoryCatalogStores(): Pick<
   Stores,
-  'admins' | 'users' | 'clients' | 'scopes' | 'oneTimeTokens'
+  'admins' | 'users' | 'clients' | 'scopes' | 'oneTimeTokens' | 'seedLedger'
 > {
   return {
     admins: new MemoryAccountStore(),
@@ -14,7 +15,8 @@ export function memoryCatalogStores(): Pick<
     clients: new MemoryClientStore(),
     scopes: new MemoryScopeStore(),
     oneTimeTokens: new MemoryOneTimeTokenStore(),
+    seedLedger: new MemorySeedLedger(),
   };
 }
 
-export { MemoryAccountStore, MemoryClientStore, MemoryRefreshTokenStore, MemoryScopeStore };
+export { MemoryAccountStore, MemoryClientStore, MemoryRefreshTokenStore, MemoryScopeStore, MemorySeedLedger };

@@ -7,8 +7,12 @@ import {
   ONE_TIME_TOKENS_COLLECTION,
   type OneTimeTokenDoc,
 } from './one-time-tokens.ts';
+import { MongoSeedLedger, SEED_LEDGER_COLLECTION, type SeedMarkDoc } from './seed-ledger.ts';
 
-export type MongoCatalogStores = Pick<Stores, 'admins' | 'users' | 'clients' | 'scopes' | 'oneTimeTokens'>;
+export type MongoCatalogStores = Pick<
+  Stores,
+  'admins' | 'users' | 'clients' | 'scopes' | 'oneTimeTokens' | 'seedLedger'
+>;
 
 /**
  * The unique indexes every write path relies on, and the migrations of stored data they
@@ -37,7 +41,8 @@ export function mongoCatalogStores(db: Db): MongoCatalogStores {
     clients: new MongoClientStore(db.collection<ClientDoc>('clients')),
     scopes: new MongoScopeStore(db.collection<ScopeDoc>('scopes')),
     oneTimeTokens: new MongoOneTimeTokenStore(db.collection<OneTimeTokenDoc>(ONE_TIME_TOKENS_COLLECTION)),
+    seedLedger: new MongoSeedLedger(db.collection<SeedMarkDoc>(SEED_LEDGER_COLLECTION)),
   };
 }
 
-export { MongoAccountStore, MongoClientStore, MongoScopeStore };
+export { MongoAccountStore, MongoClientStore, MongoScopeStore, MongoSeedLedger };
