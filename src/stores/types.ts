@@ -135,6 +135,18 @@ export interface SeedLedger {
   release(record: string): Promise<void>;
 }
 
+/**
+ * Where the processes that keep accounts and clients in memory, behind the invalidation
+ * channel (stores/cache/), say that they run: a process about to change those records without
+ * that channel reads it first, as its change would not reach them.
+ */
+export interface CachingNodeRegistry {
+  /** Records that a process keeping such caches runs at `at`. */
+  announce(at: Date): Promise<void>;
+  /** When such a process last said so, or null when none ever did. */
+  lastAnnouncement(): Promise<Date | null>;
+}
+
 /** What a refresh token stands for. The token itself is never stored, only its MAC. */
 export interface RefreshTokenGrant {
   /** Token family: every token rotated from one login shares it (RFC 9700 §4.14.2). */
@@ -301,6 +313,8 @@ export interface Stores {
   oneTimeTokens: OneTimeTokenStore;
   /** Which seed records were seeded; beside the records they mark. */
   seedLedger: SeedLedger;
+  /** Whether processes cache the records above; beside them, where every writer looks. */
+  cachingNodes: CachingNodeRegistry;
   /** Closes connections; safe to call once at shutdown. */
   close(): Promise<void>;
 }

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { MongoClient } from 'mongodb';
+import { isOneLineFailure, runCli } from '../cli/run-cli.ts';
 import { superuserToken } from '../support/authorization.ts';
 import {
   type Backend,
@@ -148,6 +149,40 @@ describe('caches on two nodes', { skip: skipReal }, () => {
     });
     assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
     await refusedWithinPromise(async () => (await grant(second)).status === 401);
+  });
+
+  test(`a client the command line deletes is refused at every node within ${PROMISE_MS} ms: without REDIS_URL it refuses to`, async () => {
+    const name = uniqueName('svc');
+    const created = await request(first.url, 'POST', '/oauth-clients', {
+      token: admin,
+      json: { name, type: 'confidential', accounts: 'user', grants: ['client_credentials'] },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const grant = () =>
+      request(second.url, 'POST', '/security/generate-token', {
+        json: {
+          grant_type: 'client_credentials',
+          scope: 'api',
+          client_id: name,
+          client_secret: String(created.body.secret),
+        },
+      });
+    for (let round = 0; round < 3; round++) assert.equal((await grant()).status, 200);
+
+    // MONGODB_URL alone, as the docs allow for the command line: it would write unheard.
+    const cli = (env: Record<string, string>) =>
+      runCli(['client:delete', name], {
+        cwd: root,
+        env: { MONGODB_URL: mongodbUrl, BCRYPT_COST: '4', ...env },
+      });
+    const unheard = await cli({});
+    assert.ok(isOneLineFailure(unheard), JSON.stringify(unheard));
+    assert.match(unheard.stderr, /REDIS_URL/);
+    assert.equal((await grant()).status, 200, 'the refused command changed nothing');
+
+    const heard = await cli({ REDIS_URL: redis.url });
+    assert.equal(heard.code, 0, heard.stderr);
+    await refusedWithinPromise(async () => (await grant()).status === 401);
   });
 
   test('while Redis is away, a node answers from MongoDB only: a change no message announced is never hidden', async () => {

@@ -1,5 +1,6 @@
 import { removedSeedRecords, restoreSeedRecords, SEED, SEED_RECORDS, seed } from '../../seed.ts';
 import { openAccountServices } from '../../services.ts';
+import { assertChangesReachNodes } from '../operator-services.ts';
 import { seconds } from '../options.ts';
 import type { RegisterCommand } from './index.ts';
 
@@ -29,6 +30,7 @@ export const registerSeed: RegisterCommand = (program, loadConfig) => {
       });
       try {
         const { stores, passwords } = services;
+        await assertChangesReachNodes(config, stores);
         const created =
           options.restore === undefined
             ? await seed(stores, passwords)

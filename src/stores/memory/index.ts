@@ -1,5 +1,6 @@
 import type { Stores } from '../types.ts';
 import { MemoryAccountStore } from './accounts.ts';
+import { MemoryCachingNodeRegistry } from './caching-nodes.ts';
 import { MemoryClientStore, MemoryScopeStore } from './catalog.ts';
 import { MemoryOneTimeTokenStore } from './one-time-tokens.ts';
 import { MemoryRefreshTokenStore } from './refresh-tokens.ts';
@@ -7,7 +8,7 @@ import { MemorySeedLedger } from './seed-ledger.ts';
 
 export function memoryCatalogStores(): Pick<
   Stores,
-  'admins' | 'users' | 'clients' | 'scopes' | 'oneTimeTokens' | 'seedLedger'
+  'admins' | 'users' | 'clients' | 'scopes' | 'oneTimeTokens' | 'seedLedger' | 'cachingNodes'
 > {
   return {
     admins: new MemoryAccountStore(),
@@ -16,7 +17,15 @@ export function memoryCatalogStores(): Pick<
     scopes: new MemoryScopeStore(),
     oneTimeTokens: new MemoryOneTimeTokenStore(),
     seedLedger: new MemorySeedLedger(),
+    cachingNodes: new MemoryCachingNodeRegistry(),
   };
 }
 
-export { MemoryAccountStore, MemoryClientStore, MemoryRefreshTokenStore, MemoryScopeStore, MemorySeedLedger };
+export {
+  MemoryAccountStore,
+  MemoryCachingNodeRegistry,
+  MemoryClientStore,
+  MemoryRefreshTokenStore,
+  MemoryScopeStore,
+  MemorySeedLedger,
+};

@@ -1,6 +1,7 @@
 import type { Db } from 'mongodb';
 import type { Stores } from '../types.ts';
 import { type AccountDoc, foldIdentityKeys, MongoAccountStore } from './accounts.ts';
+import { DEPLOYMENT_COLLECTION, type DeploymentFactDoc, MongoCachingNodeRegistry } from './caching-nodes.ts';
 import { type ClientDoc, MongoClientStore, MongoScopeStore, type ScopeDoc } from './catalog.ts';
 import {
   MongoOneTimeTokenStore,
@@ -11,7 +12,7 @@ import { MongoSeedLedger, SEED_LEDGER_COLLECTION, type SeedMarkDoc } from './see
 
 export type MongoCatalogStores = Pick<
   Stores,
-  'admins' | 'users' | 'clients' | 'scopes' | 'oneTimeTokens' | 'seedLedger'
+  'admins' | 'users' | 'clients' | 'scopes' | 'oneTimeTokens' | 'seedLedger' | 'cachingNodes'
 >;
 
 /**
@@ -42,7 +43,8 @@ export function mongoCatalogStores(db: Db): MongoCatalogStores {
     scopes: new MongoScopeStore(db.collection<ScopeDoc>('scopes')),
     oneTimeTokens: new MongoOneTimeTokenStore(db.collection<OneTimeTokenDoc>(ONE_TIME_TOKENS_COLLECTION)),
     seedLedger: new MongoSeedLedger(db.collection<SeedMarkDoc>(SEED_LEDGER_COLLECTION)),
+    cachingNodes: new MongoCachingNodeRegistry(db.collection<DeploymentFactDoc>(DEPLOYMENT_COLLECTION)),
   };
 }
 
-export { MongoAccountStore, MongoClientStore, MongoScopeStore, MongoSeedLedger };
+export { MongoAccountStore, MongoCachingNodeRegistry, MongoClientStore, MongoScopeStore, MongoSeedLedger };
