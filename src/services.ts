@@ -15,6 +15,7 @@ import { openKeyRing } from './oauth/key-ring.ts';
 import { createRefreshTokenService } from './oauth/refresh-token.ts';
 import { createRequestSealer } from './oauth/sealed-request.ts';
 import { createTokenEndpoint } from './oauth/token-endpoint.ts';
+import { createRuleLock } from './rule-lock.ts';
 import { openStores } from './stores/open.ts';
 
 /**
@@ -58,6 +59,7 @@ export async function openAccountServices(config: Config, options: OpenOptions =
     refreshTokens: stores.refreshTokens,
     passwords,
   });
+  const ruleLock = createRuleLock(stores.leases);
   const common = { sessions, oneTimeTokens: stores.oneTimeTokens, passwords };
   return {
     stores,
@@ -73,10 +75,10 @@ export async function openAccountServices(config: Config, options: OpenOptions =
       resetTtl: config.mail.resetTtl,
     }),
     accounts: {
-      user: createAccountManagement({ ...common, kind: 'user', accounts: stores.users }),
-      admin: createAccountManagement({ ...common, kind: 'admin', accounts: stores.admins }),
+      user: createAccountManagement({ ...common, ruleLock, kind: 'user', accounts: stores.users }),
+      admin: createAccountManagement({ ...common, ruleLock, kind: 'admin', accounts: stores.admins }),
     },
-    oauthClients: createClientManagement({ clients: stores.clients }),
+    oauthClients: createClientManagement({ clients: stores.clients, ruleLock }),
     /** Closes the stores, the hashing threads and the mail transport; each holds the process open. */
     async close(): Promise<void> {
       await Promise.allSettled([stores.close(), passwords.close(), mailer.close()]);

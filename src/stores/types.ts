@@ -55,7 +55,8 @@ export interface AccountStore {
   update(id: string, changes: AccountChanges): Promise<Account | null>;
   delete(id: string): Promise<boolean>;
   list(query: AccountQuery): Promise<{ items: Account[]; total: number }>;
-  count(filter: { status?: AccountStatus; role?: AdminRole }): Promise<number>;
+  /** The accounts with that status and role, leaving out the one whose id is `except`. */
+  count(filter: { status?: AccountStatus; role?: AdminRole; except?: string }): Promise<number>;
 }
 
 /** The grants the service knows (RFC 6749 §4, §6); a client names those it may use. */
@@ -145,6 +146,32 @@ export interface CachingNodeRegistry {
   announce(at: Date): Promise<void>;
   /** When such a process last said so, or null when none ever did. */
   lastAnnouncement(): Promise<Date | null>;
+}
+
+/** A lease held: its name, and the generation of it that is the holder's. */
+export interface Lease {
+  name: string;
+  generation: number;
+}
+
+/**
+ * Leases that let one process at a time, on any node, make a change that a rule counts (the
+ * last active superuser, the last client that signs administrators in): held from before the
+ * count until after the write, no two changes can both count on the other's target remaining.
+ * Each taking is a new generation of the lease, inserted under a unique key: the one operation
+ * MongoDB and FerretDB 1.x both do atomically (FerretDB has no transactions, applies a filtered
+ * delete as a read and then a delete by id, and may lose one of two concurrent updates of a
+ * document).
+ */
+export interface LeaseStore {
+  /**
+   * Takes the lease `name` until `expiresAt` when it is free (never taken, given back, or run
+   * out, which is how a holder that died frees it), else null. Of concurrent takers at most
+   * one gets it.
+   */
+  acquire(name: string, expiresAt: Date): Promise<Lease | null>;
+  /** Gives the lease back; a generation taken over since stays with its new holder. */
+  release(lease: Lease): Promise<void>;
 }
 
 /** What a refresh token stands for. The token itself is never stored, only its MAC. */
@@ -315,6 +342,8 @@ export interface Stores {
   seedLedger: SeedLedger;
   /** Whether processes cache the records above; beside them, where every writer looks. */
   cachingNodes: CachingNodeRegistry;
+  /** The leases of the rules that count accounts and clients; beside what they count. */
+  leases: LeaseStore;
   /** Closes connections; safe to call once at shutdown. */
   close(): Promise<void>;
 }

@@ -185,6 +185,42 @@ describe('caches on two nodes', { skip: skipReal }, () => {
     await refusedWithinPromise(async () => (await grant()).status === 401);
   });
 
+  test('of the last two clients that sign administrators in, deleted at both nodes at once, one stays', async () => {
+    const call = (node: ServiceProcess, method: string, path: string, json?: unknown) =>
+      request(node.url, method, path, { token: admin, ...(json === undefined ? {} : { json }) });
+    const adminGrants = { grants: ['password', 'refresh_token', 'client_credentials'] };
+    try {
+      for (let round = 0; round < 3; round++) {
+        const names = [uniqueName('console'), uniqueName('console')];
+        for (const name of names) {
+          const created = await call(first, 'POST', '/oauth-clients', {
+            name,
+            type: 'confidential',
+            accounts: 'admin',
+            grants: ['password'],
+          });
+          assert.equal(created.status, 201, JSON.stringify(created.body));
+        }
+        // The seeded client keeps signing tokens' holders in, but no longer administrators.
+        assert.equal(
+          (await call(first, 'PATCH', '/oauth-clients/admin', { grants: ['client_credentials'] })).status,
+          200,
+        );
+        const answers = await Promise.all([
+          call(first, 'DELETE', `/oauth-clients/${names[0]}`),
+          call(second, 'DELETE', `/oauth-clients/${names[1]}`),
+        ]);
+        assert.deepEqual(answers.map((answer) => answer.status).sort(), [204, 409], `round ${round}`);
+        const left = await Promise.all(names.map((name) => call(first, 'GET', `/oauth-clients/${name}`)));
+        assert.equal(left.filter((answer) => answer.status === 200).length, 1);
+        assert.equal((await call(second, 'PATCH', '/oauth-clients/admin', adminGrants)).status, 200);
+        for (const name of names) await call(first, 'DELETE', `/oauth-clients/${name}`);
+      }
+    } finally {
+      await call(first, 'PATCH', '/oauth-clients/admin', adminGrants);
+    }
+  });
+
   test('while Redis is away, a node answers from MongoDB only: a change no message announced is never hidden', async () => {
     const user = await userCachedAtSecond();
     await redis.stop();

@@ -2,13 +2,14 @@ import type { Stores } from '../types.ts';
 import { MemoryAccountStore } from './accounts.ts';
 import { MemoryCachingNodeRegistry } from './caching-nodes.ts';
 import { MemoryClientStore, MemoryScopeStore } from './catalog.ts';
+import { MemoryLeaseStore } from './leases.ts';
 import { MemoryOneTimeTokenStore } from './one-time-tokens.ts';
 import { MemoryRefreshTokenStore } from './refresh-tokens.ts';
 import { MemorySeedLedger } from './seed-ledger.ts';
 
 export function memoryCatalogStores(): Pick<
   Stores,
-  'admins' | 'users' | 'clients' | 'scopes' | 'oneTimeTokens' | 'seedLedger' | 'cachingNodes'
+  'admins' | 'users' | 'clients' | 'scopes' | 'oneTimeTokens' | 'seedLedger' | 'cachingNodes' | 'leases'
 > {
   return {
     admins: new MemoryAccountStore(),
@@ -18,6 +19,7 @@ export function memoryCatalogStores(): Pick<
     oneTimeTokens: new MemoryOneTimeTokenStore(),
     seedLedger: new MemorySeedLedger(),
     cachingNodes: new MemoryCachingNodeRegistry(),
+    leases: new MemoryLeaseStore(),
   };
 }
 
@@ -25,6 +27,7 @@ export {
   MemoryAccountStore,
   MemoryCachingNodeRegistry,
   MemoryClientStore,
+  MemoryLeaseStore,
   MemoryRefreshTokenStore,
   MemoryScopeStore,
   MemorySeedLedger,
