@@ -78,88 +78,76 @@ describe('seeding', () => {
     }
   });
 
+  /**
+   * Runs `use` on `count` connections to a new database (standing for separate workers,
+   * containers, or one process restarted), then closes them.
+   */
+  async function onConnections(
+    url: string,
+    count: number,
+    use: (first: Stores, all: Stores[]) => Promise<void>,
+  ): Promise<void> {
+    const connections = await Promise.all(
+      Array.from({ length: count }, () => openStores({ mongodbUrl: url })),
+    );
+    try {
+      await use(connections[0] as Stores, connections);
+    } finally {
+      await Promise.all(connections.map((stores) => stores.close()));
+    }
+  }
+  const seedAll = async (connections: Stores[]) =>
+    (await Promise.all(connections.map((stores) => seed(stores, hasher)))).flat().sort();
+  const newDatabase = () => withDatabase(mongoUrl ?? '', uniqueName('seed'));
+
   describe('against MongoDB', {
     skip: mongoUrl ? false : 'MONGODB_URL not set: seeding MongoDB not run',
   }, () => {
-    /** Separate connections stand for separate workers, containers, or one process restarted. */
-    const connect = (url: string, count: number) =>
-      Promise.all(Array.from({ length: count }, () => openStores({ mongodbUrl: url })));
-    const closeAll = (connections: Stores[]) => Promise.all(connections.map((stores) => stores.close()));
-
     test('a removed seed client stays removed across restarts and concurrent seeders', async () => {
-      const url = withDatabase(mongoUrl ?? '', uniqueName('seed'));
-      const [first] = await connect(url, 1);
-      assert.ok(first);
-      try {
-        assert.equal((await seed(first, hasher)).length, 5);
-        assert.equal(await first.clients.delete('admin'), true);
-        await first.admins.update((await first.admins.findByIdentity('admin'))?.id ?? '', {
-          identity: 'deleted-admin',
-          status: 'deleted',
-        });
-      } finally {
-        await first.close();
-      }
-      const restarted = await connect(url, 4);
-      try {
-        assert.deepEqual((await Promise.all(restarted.map((stores) => seed(stores, hasher)))).flat(), []);
-        const [stores] = restarted;
-        assert.equal(await stores?.clients.findByName('admin'), null);
-        assert.equal(await stores?.admins.findByIdentity('admin'), null);
-        assert.ok(await stores?.clients.findByName('frontend'));
-      } finally {
-        await closeAll(restarted);
-      }
+      const url = newDatabase();
+      await onConnections(url, 1, async (stores) => {
+        assert.equal((await seed(stores, hasher)).length, 5);
+        assert.equal(await stores.clients.delete('admin'), true);
+        const admin = await stores.admins.findByIdentity('admin');
+        await stores.admins.update(admin?.id ?? '', { identity: 'deleted-admin', status: 'deleted' });
+      });
+      await onConnections(url, 4, async (stores, all) => {
+        assert.deepEqual(await seedAll(all), []);
+        assert.equal(await stores.clients.findByName('admin'), null);
+        assert.equal(await stores.admins.findByIdentity('admin'), null);
+        assert.ok(await stores.clients.findByName('frontend'));
+      });
     });
 
     test('upgrading a store an earlier version seeded: what an operator removed before stays removed', async () => {
-      const url = withDatabase(mongoUrl ?? '', uniqueName('seed'));
-      const [old] = await connect(url, 1);
-      assert.ok(old);
-      try {
-        await seedAsEarlierVersionsDid(old);
-        await old.clients.delete('admin');
-        await old.clients.delete('frontend');
-      } finally {
-        await old.close();
-      }
-      const upgraded = await connect(url, 4);
-      try {
-        assert.deepEqual((await Promise.all(upgraded.map((stores) => seed(stores, hasher)))).flat(), []);
-        const [stores] = upgraded;
-        assert.equal(await stores?.clients.findByName('admin'), null);
-        assert.equal(await stores?.clients.findByName('frontend'), null);
-        assert.deepEqual(await seed(stores as Stores, hasher), [], 'and at every start after');
-      } finally {
-        await closeAll(upgraded);
-      }
+      const url = newDatabase();
+      await onConnections(url, 1, async (stores) => {
+        await seedAsEarlierVersionsDid(stores);
+        await stores.clients.delete('admin');
+        await stores.clients.delete('frontend');
+      });
+      await onConnections(url, 4, async (stores, all) => {
+        assert.deepEqual(await seedAll(all), []);
+        assert.equal(await stores.clients.findByName('admin'), null);
+        assert.equal(await stores.clients.findByName('frontend'), null);
+        assert.deepEqual(await seed(stores, hasher), [], 'and at every start after');
+      });
     });
   });
 
   test('several processes seeding one MongoDB at once create each record exactly once', {
     skip: mongoUrl ? false : 'MONGODB_URL not set: concurrent seeding against MongoDB not run',
   }, async () => {
-    const url = withDatabase(mongoUrl ?? '', uniqueName('seed'));
-    // Separate connections stand for separate workers or containers.
-    const connections: Stores[] = await Promise.all(
-      Array.from({ length: 4 }, () => openStores({ mongodbUrl: url })),
-    );
-    try {
-      const created = await Promise.all(connections.map((stores) => seed(stores, hasher)));
-      const all = created.flat().sort();
-      assert.deepEqual(all, [
+    await onConnections(newDatabase(), 4, async (stores, all) => {
+      assert.deepEqual(await seedAll(all), [
         'admin admin',
         'client admin',
         'client frontend',
         'scope api',
         'user user@example.com',
       ]);
-      const [stores] = connections;
-      assert.ok(stores);
       assert.equal(await stores.admins.count({}), 1);
       assert.equal(await stores.users.count({}), 1);
-    } finally {
-      await Promise.all(connections.map((stores) => stores.close()));
-    }
+    });
   });
 });

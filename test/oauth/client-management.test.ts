@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { registerClient, SPA_REDIRECT, superuserToken } from '../support/authorization.ts';
-import { decodeJwtPart, request, SEEDED_USER } from '../support/http.ts';
+import { decodeJwtPart, passwordGrant, request, SEEDED_ADMIN, SEEDED_USER } from '../support/http.ts';
 import { backends, describeBackendSkip, startTestServer, type TestServer } from '../support/server.ts';
 
 describeBackendSkip();
@@ -313,9 +313,9 @@ for (const backend of backends())
       client.grants.some((grant) => grant === 'password' || grant === 'authorization_code');
 
     for (const [round, change] of [
-      ['deletes', 'DELETE'],
-      ['take their sign-in grants away', 'PATCH'],
-      ['do either', 'both'],
+      ['delete', 'DELETE'],
+      ['take away the sign-in grants of', 'PATCH'],
+      ['delete or narrow', 'both'],
     ] as const) {
       test(`superusers who all at once ${round} the clients that sign administrators in leave one`, async () => {
         // Six such clients, each with a superuser token issued through it (a deleted client's
@@ -330,18 +330,9 @@ for (const backend of backends())
               grants: ['password', 'refresh_token'],
             });
             assert.equal(created.status, 201, JSON.stringify(created.body));
-            const login = await request(server.url, 'POST', '/security/generate-token', {
-              json: {
-                grant_type: 'password',
-                scope: 'api',
-                client_id: name,
-                client_secret: created.body.secret,
-                username: 'admin',
-                password: 'admin-password-change-me',
-              },
-            });
-            assert.equal(login.status, 200, JSON.stringify(login.body));
-            return { name, token: String(login.body.access_token) };
+            const client = { client_id: name, client_secret: String(created.body.secret) };
+            const login = await passwordGrant(server.url, client, SEEDED_ADMIN);
+            return { name, token: login.access_token };
           }),
         );
         // The others that sign administrators in go first, so that these six are all there are.

@@ -7,13 +7,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { MemoryCachingNodeRegistry } from '../../src/stores/memory/index.ts';
 import type { CachingNodeRegistry } from '../../src/stores/types.ts';
-import { mongoSkipped, openMongoTestDatabase } from '../support/mongo.ts';
+import { mongoSkipped, type SharedStore, sharedMongoStore } from '../support/mongo.ts';
 
-interface Harness {
-  /** Registries over one backend: more than one when the backend is shared by processes. */
-  registries: CachingNodeRegistry[];
-  close(): Promise<void>;
-}
+/** Registries over one backend: more than one when the backend is shared by processes. */
+type Harness = SharedStore<CachingNodeRegistry>;
 
 function registryContract(open: () => Promise<Harness>): void {
   let h: Harness;
@@ -23,16 +20,16 @@ function registryContract(open: () => Promise<Harness>): void {
   after(() => h?.close());
 
   test('nothing announced reads as null; then the latest announcement, never an earlier one', async () => {
-    const [registry] = h.registries;
+    const [registry] = h.connections;
     assert.ok(registry);
     assert.equal(await registry.lastAnnouncement(), null);
     const at = new Date(Date.UTC(2025, 5, 1, 12));
     await registry.announce(at);
     assert.deepEqual(await registry.lastAnnouncement(), at);
     await registry.announce(new Date(at.getTime() - 60_000));
-    for (const other of h.registries) assert.deepEqual(await other.lastAnnouncement(), at);
+    for (const other of h.connections) assert.deepEqual(await other.lastAnnouncement(), at);
     const later = new Date(at.getTime() + 60_000);
-    await h.registries.at(-1)?.announce(later);
+    await h.connections.at(-1)?.announce(later);
     assert.deepEqual(await registry.lastAnnouncement(), later);
   });
 
@@ -40,28 +37,18 @@ function registryContract(open: () => Promise<Harness>): void {
     const now = Date.now();
     await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
-        h.registries[i % h.registries.length]?.announce(new Date(now + i)),
+        h.connections[i % h.connections.length]?.announce(new Date(now + i)),
       ),
     );
-    const last = await h.registries[0]?.lastAnnouncement();
+    const last = await h.connections[0]?.lastAnnouncement();
     assert.ok(last && last.getTime() >= now, 'one of them is the latest');
   });
 }
 
 describe('CachingNodeRegistry: memory', () => {
-  registryContract(async () => ({ registries: [new MemoryCachingNodeRegistry()], close: async () => {} }));
+  registryContract(async () => ({ connections: [new MemoryCachingNodeRegistry()], close: async () => {} }));
 });
 
 describe('CachingNodeRegistry: MongoDB', { skip: mongoSkipped }, () => {
-  registryContract(async () => {
-    const database = await openMongoTestDatabase('caching_nodes_test');
-    const others = await Promise.all([database.connectAgain(), database.connectAgain()]);
-    return {
-      registries: [database.stores.cachingNodes, ...others.map((other) => other.cachingNodes)],
-      async close() {
-        await Promise.all(others.map((other) => other.close()));
-        await database.drop();
-      },
-    };
-  });
+  registryContract(() => sharedMongoStore('caching_nodes_test', (stores) => stores.cachingNodes));
 });

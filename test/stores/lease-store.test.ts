@@ -7,13 +7,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { MemoryLeaseStore } from '../../src/stores/memory/index.ts';
 import type { LeaseStore } from '../../src/stores/types.ts';
-import { mongoSkipped, openMongoTestDatabase } from '../support/mongo.ts';
+import { mongoSkipped, type SharedStore, sharedMongoStore } from '../support/mongo.ts';
 
-interface Harness {
-  /** Lease stores over one backend: more than one when the backend is shared by processes. */
-  stores: LeaseStore[];
-  close(): Promise<void>;
-}
+/** Lease stores over one backend: more than one when the backend is shared by processes. */
+type Harness = SharedStore<LeaseStore>;
 
 const inAMinute = () => new Date(Date.now() + 60_000);
 
@@ -25,8 +22,8 @@ function leaseContract(open: () => Promise<Harness>): void {
   const unique = () => `rule-${Date.now()}-${++counter}`;
   before(async () => {
     h = await open();
-    leases = h.stores[0] as LeaseStore;
-    other = h.stores.at(-1) as LeaseStore;
+    leases = h.connections[0] as LeaseStore;
+    other = h.connections.at(-1) as LeaseStore;
   });
   after(() => h?.close());
 
@@ -60,7 +57,9 @@ function leaseContract(open: () => Promise<Harness>): void {
     const name = unique();
     for (let round = 0; round < 5; round++) {
       const taken = await Promise.all(
-        Array.from({ length: 16 }, (_, i) => h.stores[i % h.stores.length]?.acquire(name, inAMinute())),
+        Array.from({ length: 16 }, (_, i) =>
+          h.connections[i % h.connections.length]?.acquire(name, inAMinute()),
+        ),
       );
       const holders = taken.filter((lease) => lease !== null && lease !== undefined);
       assert.equal(holders.length, 1, `round ${round}`);
@@ -70,19 +69,9 @@ function leaseContract(open: () => Promise<Harness>): void {
 }
 
 describe('LeaseStore: memory', () => {
-  leaseContract(async () => ({ stores: [new MemoryLeaseStore()], close: async () => {} }));
+  leaseContract(async () => ({ connections: [new MemoryLeaseStore()], close: async () => {} }));
 });
 
 describe('LeaseStore: MongoDB', { skip: mongoSkipped }, () => {
-  leaseContract(async () => {
-    const database = await openMongoTestDatabase('lease_test');
-    const others = await Promise.all([database.connectAgain(), database.connectAgain()]);
-    return {
-      stores: [database.stores.leases, ...others.map((connection) => connection.leases)],
-      async close() {
-        await Promise.all(others.map((connection) => connection.close()));
-        await database.drop();
-      },
-    };
-  });
+  leaseContract(() => sharedMongoStore('lease_test', (stores) => stores.leases));
 });

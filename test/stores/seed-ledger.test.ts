@@ -7,20 +7,17 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { MemorySeedLedger } from '../../src/stores/memory/index.ts';
 import type { SeedLedger } from '../../src/stores/types.ts';
-import { mongoSkipped, openMongoTestDatabase } from '../support/mongo.ts';
+import { mongoSkipped, type SharedStore, sharedMongoStore } from '../support/mongo.ts';
 
-interface Harness {
-  /** Ledgers over one backend: more than one when the backend is shared by processes. */
-  ledgers: SeedLedger[];
-  close(): Promise<void>;
-}
+/** Ledgers over one backend: more than one when the backend is shared by processes. */
+type Harness = SharedStore<SeedLedger>;
 
 function seedLedgerContract(open: () => Promise<Harness>): void {
   let h: Harness;
   let ledger: SeedLedger;
   before(async () => {
     h = await open();
-    ledger = h.ledgers[0] as SeedLedger;
+    ledger = h.connections[0] as SeedLedger;
   });
   after(() => h?.close());
 
@@ -29,13 +26,13 @@ function seedLedgerContract(open: () => Promise<Harness>): void {
     assert.equal(await ledger.claim('client:admin'), true);
     assert.equal(await ledger.has('client:admin'), true);
     assert.equal(await ledger.claim('client:admin'), false);
-    for (const other of h.ledgers) assert.equal(await other.has('client:admin'), true);
+    for (const other of h.connections) assert.equal(await other.has('client:admin'), true);
     assert.equal(await ledger.has('client:frontend'), false);
   });
 
   test('of concurrent claims of one mark, from every connection, exactly one succeeds', async () => {
     const claims = await Promise.all(
-      Array.from({ length: 24 }, (_, i) => h.ledgers[i % h.ledgers.length]?.claim('scope:api')),
+      Array.from({ length: 24 }, (_, i) => h.connections[i % h.connections.length]?.claim('scope:api')),
     );
     assert.equal(claims.filter((claimed) => claimed === true).length, 1);
   });
@@ -44,26 +41,16 @@ function seedLedgerContract(open: () => Promise<Harness>): void {
     assert.equal(await ledger.claim('user:user@example.com'), true);
     await ledger.release('user:user@example.com');
     assert.equal(await ledger.has('user:user@example.com'), false);
-    const claims = await Promise.all(h.ledgers.map((other) => other.claim('user:user@example.com')));
+    const claims = await Promise.all(h.connections.map((other) => other.claim('user:user@example.com')));
     assert.equal(claims.filter(Boolean).length, 1);
     await ledger.release('never-claimed');
   });
 }
 
 describe('SeedLedger: memory', () => {
-  seedLedgerContract(async () => ({ ledgers: [new MemorySeedLedger()], close: async () => {} }));
+  seedLedgerContract(async () => ({ connections: [new MemorySeedLedger()], close: async () => {} }));
 });
 
 describe('SeedLedger: MongoDB', { skip: mongoSkipped }, () => {
-  seedLedgerContract(async () => {
-    const database = await openMongoTestDatabase('seed_ledger_test');
-    const others = await Promise.all([database.connectAgain(), database.connectAgain()]);
-    return {
-      ledgers: [database.stores.seedLedger, ...others.map((other) => other.seedLedger)],
-      async close() {
-        await Promise.all(others.map((other) => other.close()));
-        await database.drop();
-      },
-    };
-  });
+  seedLedgerContract(() => sharedMongoStore('seed_ledger_test', (stores) => stores.seedLedger));
 });

@@ -74,3 +74,28 @@ export async function withMongoTestDatabase<T>(
     await database.drop();
   }
 }
+
+/** One kind of store over several connections to one database, as several processes share it. */
+export interface SharedStore<T> {
+  /** The store through each connection, the first one's first. */
+  connections: T[];
+  /** Closes the connections and drops the database. */
+  close(): Promise<void>;
+}
+
+/** A new database named after `prefix`, its `pick`ed store through `count` connections. */
+export async function sharedMongoStore<T>(
+  prefix: string,
+  pick: (stores: MongoCatalogStores) => T,
+  count = 3,
+): Promise<SharedStore<T>> {
+  const database = await openMongoTestDatabase(prefix);
+  const others = await Promise.all(Array.from({ length: count - 1 }, () => database.connectAgain()));
+  return {
+    connections: [pick(database.stores), ...others.map(pick)],
+    async close() {
+      await Promise.all(others.map((other) => other.close()));
+      await database.drop();
+    },
+  };
+}
