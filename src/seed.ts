@@ -21,52 +21,144 @@ export const SEED = {
   user: { identity: 'user@example.com', password: 'user-password-change-me' },
 };
 
+/** One seed record: its mark in the seed ledger (`client:admin`), and how to find and create it. */
+interface SeedRecord {
+  key: string;
+  /** Whether it is there under its seeded name. */
+  present(stores: Stores): Promise<boolean>;
+  /**
+   * Creates it unless its name is taken; true when it did. An account is seeded only into an
+   * empty store, unless `restoring`.
+   */
+  create(stores: Stores, passwords: PasswordHasher, restoring: boolean): Promise<boolean>;
+}
+
+/** The scope: created first, and the one record nothing removes. */
+const SCOPE: SeedRecord = {
+  key: `scope:${SEED.scope.name}`,
+  present: async (stores) => (await stores.scopes.findByName(SEED.scope.name)) !== null,
+  create: (stores) => stores.scopes.createIfAbsent(SEED.scope),
+};
+
+const CLIENTS_AND_ACCOUNTS: readonly SeedRecord[] = [
+  ...SEED.clients.map(
+    ({ name, secret, accountKind }): SeedRecord => ({
+      key: `client:${name}`,
+      present: async (stores) => (await stores.clients.findByName(name)) !== null,
+      create: (stores) => {
+        const now = new Date();
+        return stores.clients.createIfAbsent({
+          id: randomUUID(),
+          name,
+          type: 'confidential',
+          secretDigest: digestClientSecret(secret),
+          accountKind,
+          redirectUris: [],
+          grants: [...LEGACY_CLIENT_GRANTS],
+          createdAt: now,
+          updatedAt: now,
+        });
+      },
+    }),
+  ),
+  seedAccount('admin', (stores) => stores.admins, SEED.admin),
+  seedAccount('user', (stores) => stores.users, { ...SEED.user, roles: [] }),
+];
+
+/** In the order they are seeded. */
+export const SEED_RECORDS: readonly SeedRecord[] = [SCOPE, ...CLIENTS_AND_ACCOUNTS];
+
+function seedAccount(
+  kind: string,
+  storeOf: (stores: Stores) => AccountStore,
+  { identity, password, roles }: { identity: string; password: string; roles: Account['roles'] },
+): SeedRecord {
+  return {
+    key: `${kind}:${identity}`,
+    present: async (stores) => (await storeOf(stores).findByIdentity(identity)) !== null,
+    async create(stores, passwords, restoring) {
+      const store = storeOf(stores);
+      // Into an empty store only, as ever: an operator who created their own administrators
+      // before the first start has no use for the seeded one.
+      if (!restoring && (await store.count({})) > 0) return false;
+      return store.createIfAbsent(
+        newAccountRecord(
+          { identity, passwordHash: await passwords.hash(password), status: 'active', roles },
+          new Date(),
+        ),
+      );
+    },
+  };
+}
+
+/** How a seed record is named in messages: `client admin`. */
+export const seedLabel = (key: string): string => key.replace(':', ' ');
+
 /**
- * Creates the seed scope and clients when missing, and the seed accounts when their store is
- * empty. Idempotent, safe when several processes seed at once (the stores' createIfAbsent is
- * atomic), and never touches a record that exists.
+ * Creates each seed record the first time, and never again: a record is marked in the seed
+ * ledger before it is created, so of several processes seeding at once exactly one creates it,
+ * and one an operator removed later stays removed. Never touches a record that exists.
+ * Returns the labels of the records it created.
+ *
+ * A store that earlier versions seeded has no ledger. It holds the scope (they seeded it
+ * first, and nothing removes a scope), unmarked: then every seed record counts as seeded, and
+ * one missing was removed by an operator. Such a store's records are marked without being
+ * created, the scope last, so that a process that finds the scope marked knows the others are.
  */
 export async function seed(stores: Stores, passwords: PasswordHasher): Promise<string[]> {
+  const { seedLedger } = stores;
+  // In this order: the scope is created only after its mark, so a scope without a mark is old.
+  const seededBefore = (await SCOPE.present(stores)) && !(await seedLedger.has(SCOPE.key));
   const created: string[] = [];
-  if (await stores.scopes.createIfAbsent(SEED.scope)) created.push(`scope ${SEED.scope.name}`);
-  for (const { name, secret, accountKind } of SEED.clients) {
-    const now = new Date();
-    const client = {
-      id: randomUUID(),
-      name,
-      type: 'confidential' as const,
-      secretDigest: digestClientSecret(secret),
-      accountKind,
-      redirectUris: [],
-      grants: [...LEGACY_CLIENT_GRANTS],
-      createdAt: now,
-      updatedAt: now,
-    };
-    if (await stores.clients.createIfAbsent(client)) created.push(`client ${name}`);
+  for (const record of seededBefore ? [...CLIENTS_AND_ACCOUNTS, SCOPE] : SEED_RECORDS) {
+    const claimed = await seedLedger.claim(record.key);
+    if (seededBefore) continue;
+    // No request succeeds without the scope: a process that died between its mark and its
+    // creation must not leave the service without it.
+    if (!claimed && record !== SCOPE) continue;
+    try {
+      if (await record.create(stores, passwords, false)) created.push(seedLabel(record.key));
+    } catch (error) {
+      if (claimed) await seedLedger.release(record.key).catch(() => undefined);
+      throw error;
+    }
   }
-  if (await seedAccount(stores.admins, passwords, { ...SEED.admin }))
-    created.push(`admin ${SEED.admin.identity}`);
-  if (await seedAccount(stores.users, passwords, { ...SEED.user, roles: [] }))
-    created.push(`user ${SEED.user.identity}`);
   return created;
 }
 
-async function seedAccount(
-  store: AccountStore,
+/**
+ * Creates again the seed records named by key (all of them without keys) that are missing,
+ * with their publicly known secrets, for a deployment that wants them back; never changes one
+ * that exists. Returns the labels of those it created.
+ */
+export async function restoreSeedRecords(
+  stores: Stores,
   passwords: PasswordHasher,
-  seedAccount: { identity: string; password: string; roles: Account['roles'] },
-): Promise<boolean> {
-  // Only into an empty store: once an operator has deleted or renamed the seeded account,
-  // it must not come back with its publicly known password at the next start. (Deleted
-  // accounts stay as anonymised records, so a store that ever held accounts is never empty.)
-  if ((await store.count({})) > 0) return false;
-  const { identity, password, roles } = seedAccount;
-  return store.createIfAbsent(
-    newAccountRecord(
-      { identity, passwordHash: await passwords.hash(password), status: 'active', roles },
-      new Date(),
-    ),
-  );
+  keys: readonly string[] = SEED_RECORDS.map((record) => record.key),
+): Promise<string[]> {
+  const unknown = keys.filter((key) => !SEED_RECORDS.some((record) => record.key === key));
+  if (unknown.length > 0) {
+    throw new Error(
+      `no seed record ${unknown.join(', ')}; they are ${SEED_RECORDS.map((record) => record.key).join(', ')}`,
+    );
+  }
+  const restored: string[] = [];
+  for (const record of SEED_RECORDS) {
+    if (!keys.includes(record.key)) continue;
+    if (await record.create(stores, passwords, true)) restored.push(seedLabel(record.key));
+    await stores.seedLedger.claim(record.key);
+  }
+  return restored;
+}
+
+/** The seed records that were seeded and are missing now: removed (or renamed) by an operator. */
+export async function removedSeedRecords(stores: Stores): Promise<string[]> {
+  const removed: string[] = [];
+  for (const record of SEED_RECORDS) {
+    if ((await stores.seedLedger.has(record.key)) && !(await record.present(stores)))
+      removed.push(record.key);
+  }
+  return removed;
 }
 
 /** The publicly known defaults still in place, for the production start warning. */

@@ -16,6 +16,7 @@ import type { KeyRingStore } from './oauth/key-ring-store.ts';
 import { createRefreshTokenService } from './oauth/refresh-token.ts';
 import { createRequestSealer } from './oauth/sealed-request.ts';
 import { createTokenEndpoint } from './oauth/token-endpoint.ts';
+import { createRuleLock } from './rule-lock.ts';
 import { fileKeyRingStore } from './stores/key-ring/file-store.ts';
 import { openStores } from './stores/open.ts';
 
@@ -45,6 +46,12 @@ export function openKeyRingStore(dir: string): KeyRingStore {
 }
 
 /**
+ * Before the primary or a keys command writes the key ring in `dir`: a directory open to its
+ * group or others is tightened to 0700, or named; returns what to log.
+ */
+export { secureKeyDirectory } from './stores/key-ring/file-store.ts';
+
+/**
  * The stores, password hashing, sessions and the account services: what the account
  * commands of the CLI act through, and what everything else stands on.
  */
@@ -68,6 +75,7 @@ export async function openAccountServices(config: Config, options: OpenOptions =
     refreshTokens: stores.refreshTokens,
     passwords,
   });
+  const ruleLock = createRuleLock(stores.leases);
   const common = { sessions, oneTimeTokens: stores.oneTimeTokens, passwords };
   return {
     stores,
@@ -83,10 +91,10 @@ export async function openAccountServices(config: Config, options: OpenOptions =
       resetTtl: config.mail.resetTtl,
     }),
     accounts: {
-      user: createAccountManagement({ ...common, kind: 'user', accounts: stores.users }),
-      admin: createAccountManagement({ ...common, kind: 'admin', accounts: stores.admins }),
+      user: createAccountManagement({ ...common, ruleLock, kind: 'user', accounts: stores.users }),
+      admin: createAccountManagement({ ...common, ruleLock, kind: 'admin', accounts: stores.admins }),
     },
-    oauthClients: createClientManagement({ clients: stores.clients }),
+    oauthClients: createClientManagement({ clients: stores.clients, ruleLock }),
     /** Closes the stores, the hashing threads and the mail transport; each holds the process open. */
     async close(): Promise<void> {
       await Promise.allSettled([stores.close(), passwords.close(), mailer.close()]);

@@ -1,12 +1,42 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
+import { newAccountRecord } from '../src/accounts/account-record.ts';
+import type { Account } from '../src/accounts/model.ts';
 import { createPasswordHasher } from '../src/accounts/password-hasher.ts';
+import { LEGACY_CLIENT_GRANTS } from '../src/oauth/model.ts';
 import { seed } from '../src/seed.ts';
 import type { Stores } from '../src/stores/stores.ts';
 import { uniqueName, withDatabase } from './support/backends.ts';
 import { openTestStores } from './support/stores.ts';
 
 const mongoUrl = process.env.MONGODB_URL;
+
+/** What the seed of earlier versions left: the same records, and no ledger of them. */
+async function seedAsEarlierVersionsDid(stores: Stores): Promise<void> {
+  const now = new Date();
+  await stores.scopes.createIfAbsent({ name: 'api', description: 'The API' });
+  for (const [name, accountKind] of [
+    ['admin', 'admin'],
+    ['frontend', 'user'],
+  ] as const) {
+    await stores.clients.createIfAbsent({
+      id: randomUUID(),
+      name,
+      type: 'confidential',
+      secretDigest: 'a'.repeat(64),
+      accountKind,
+      redirectUris: [],
+      grants: [...LEGACY_CLIENT_GRANTS],
+      createdAt: now,
+      updatedAt: now,
+    });
+  }
+  const account = (identity: string, roles: Account['roles']) =>
+    newAccountRecord({ identity, passwordHash: 'x', status: 'active', roles }, now);
+  await stores.admins.createIfAbsent(account('admin', ['superuser']));
+  await stores.users.createIfAbsent(account('user@example.com', []));
+}
 
 describe('seeding', () => {
   const hasher = createPasswordHasher({ cost: 4, threads: 1 });
@@ -36,30 +66,90 @@ describe('seeding', () => {
     }
   });
 
+  test('a seed record an operator removed is not created again (memory)', async () => {
+    const stores = await openTestStores({});
+    try {
+      await seed(stores, hasher);
+      assert.equal(await stores.clients.delete('admin'), true);
+      assert.equal(await stores.clients.delete('frontend'), true);
+      assert.deepEqual(await seed(stores, hasher), []);
+      assert.equal(await stores.clients.findByName('admin'), null);
+      assert.equal(await stores.clients.findByName('frontend'), null);
+    } finally {
+      await stores.close();
+    }
+  });
+
+  /**
+   * Runs `use` on `count` connections to a new database (standing for separate workers,
+   * containers, or one process restarted), then closes them.
+   */
+  async function onConnections(
+    url: string,
+    count: number,
+    use: (first: Stores, all: Stores[]) => Promise<void>,
+  ): Promise<void> {
+    const connections = await Promise.all(
+      Array.from({ length: count }, () => openTestStores({ mongodbUrl: url })),
+    );
+    try {
+      await use(connections[0] as Stores, connections);
+    } finally {
+      await Promise.all(connections.map((stores) => stores.close()));
+    }
+  }
+  const seedAll = async (connections: Stores[]) =>
+    (await Promise.all(connections.map((stores) => seed(stores, hasher)))).flat().sort();
+  const newDatabase = () => withDatabase(mongoUrl ?? '', uniqueName('seed'));
+
+  describe('against MongoDB', {
+    skip: mongoUrl ? false : 'MONGODB_URL not set: seeding MongoDB not run',
+  }, () => {
+    test('a removed seed client stays removed across restarts and concurrent seeders', async () => {
+      const url = newDatabase();
+      await onConnections(url, 1, async (stores) => {
+        assert.equal((await seed(stores, hasher)).length, 5);
+        assert.equal(await stores.clients.delete('admin'), true);
+        const admin = await stores.admins.findByIdentity('admin');
+        await stores.admins.update(admin?.id ?? '', { identity: 'deleted-admin', status: 'deleted' });
+      });
+      await onConnections(url, 4, async (stores, all) => {
+        assert.deepEqual(await seedAll(all), []);
+        assert.equal(await stores.clients.findByName('admin'), null);
+        assert.equal(await stores.admins.findByIdentity('admin'), null);
+        assert.ok(await stores.clients.findByName('frontend'));
+      });
+    });
+
+    test('upgrading a store an earlier version seeded: what an operator removed before stays removed', async () => {
+      const url = newDatabase();
+      await onConnections(url, 1, async (stores) => {
+        await seedAsEarlierVersionsDid(stores);
+        await stores.clients.delete('admin');
+        await stores.clients.delete('frontend');
+      });
+      await onConnections(url, 4, async (stores, all) => {
+        assert.deepEqual(await seedAll(all), []);
+        assert.equal(await stores.clients.findByName('admin'), null);
+        assert.equal(await stores.clients.findByName('frontend'), null);
+        assert.deepEqual(await seed(stores, hasher), [], 'and at every start after');
+      });
+    });
+  });
+
   test('several processes seeding one MongoDB at once create each record exactly once', {
     skip: mongoUrl ? false : 'MONGODB_URL not set: concurrent seeding against MongoDB not run',
   }, async () => {
-    const url = withDatabase(mongoUrl ?? '', uniqueName('seed'));
-    // Separate connections stand for separate workers or containers.
-    const connections: Stores[] = await Promise.all(
-      Array.from({ length: 4 }, () => openTestStores({ mongodbUrl: url })),
-    );
-    try {
-      const created = await Promise.all(connections.map((stores) => seed(stores, hasher)));
-      const all = created.flat().sort();
-      assert.deepEqual(all, [
+    await onConnections(newDatabase(), 4, async (stores, all) => {
+      assert.deepEqual(await seedAll(all), [
         'admin admin',
         'client admin',
         'client frontend',
         'scope api',
         'user user@example.com',
       ]);
-      const [stores] = connections;
-      assert.ok(stores);
       assert.equal(await stores.admins.count({}), 1);
       assert.equal(await stores.users.count({}), 1);
-    } finally {
-      await Promise.all(connections.map((stores) => stores.close()));
-    }
+    });
   });
 });

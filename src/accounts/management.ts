@@ -1,6 +1,7 @@
 import { Conflict, Forbidden, NotFound, ValidationFailed } from '../errors.ts';
 import type { Actor } from '../identity.ts';
 import { isUuid } from '../ids.ts';
+import type { RuleLock } from '../rule-lock.ts';
 import { cleanName, newAccountRecord } from './account-record.ts';
 import type {
   Account,
@@ -80,9 +81,10 @@ export function createAccountManagement(deps: {
   sessions: Pick<Sessions, 'write'>;
   oneTimeTokens: Pick<OneTimeTokenStore, 'deleteForAccount'>;
   passwords: Pick<PasswordHasher, 'hash' | 'verify'>;
+  ruleLock: RuleLock;
   now?: () => Date;
 }) {
-  const { kind, accounts, sessions, oneTimeTokens, passwords } = deps;
+  const { kind, accounts, sessions, oneTimeTokens, passwords, ruleLock } = deps;
   const now = deps.now ?? (() => new Date());
   const noSuchAccount = () => new NotFound(`No such ${kind}`);
 
@@ -110,19 +112,27 @@ export function createAccountManagement(deps: {
 
   /**
    * The last active superuser can neither go nor lose the role: without one nobody could
-   * create or delete administrators. (Two concurrent demotions of the last two superusers can
-   * both pass this check; the window is small and an operator can repair it with admin:create.)
+   * create or delete administrators. A change that may end one (`after`: the target's status
+   * and roles once written) runs in turn with every other such change, on every node, and
+   * counts the active superusers as stored now, the target left out: the target as read
+   * before, perhaps from a cache, decides nothing. (An admin's own profile changes touch
+   * neither status nor roles.)
    */
-  async function assertSuperuserRemains(
+  function keepingASuperuser<T>(
     target: Account,
     after: { status: AccountStatus; roles: AdminRole[] },
-  ) {
-    if (kind !== 'admin') return;
-    const isNow = target.status === 'active' && target.roles.includes('superuser');
-    const staysOne = after.status === 'active' && after.roles.includes('superuser');
-    if (!isNow || staysOne) return;
-    if ((await accounts.count({ role: 'superuser', status: 'active' })) <= 1)
-      throw new Conflict('The last active superuser cannot be deleted, deactivated or demoted');
+    change: () => Promise<T>,
+  ): Promise<T> {
+    if (kind !== 'admin') return change();
+    const check = async () => {
+      if (after.status === 'active' && after.roles.includes('superuser')) return;
+      const active = { role: 'superuser', status: 'active' } as const;
+      if ((await accounts.count({ ...active, except: target.id })) > 0) return;
+      // None besides the target: it is the last one, unless there is none at all to keep.
+      if ((await accounts.count(active)) > 0)
+        throw new Conflict('The last active superuser cannot be deleted, deactivated or demoted');
+    };
+    return ruleLock.inTurn('last-active-superuser', check, change);
   }
 
   /**
@@ -131,16 +141,17 @@ export function createAccountManagement(deps: {
    * session of the account ends with it.
    */
   async function erase(account: Account): Promise<void> {
-    await assertSuperuserRemains(account, { status: 'deleted', roles: [] });
-    await sessions.write(kind, account, {
-      identity: `deleted-${account.id}@invalid`,
-      passwordHash: UNUSABLE_PASSWORD_HASH,
-      firstName: null,
-      lastName: null,
-      roles: [],
-      status: 'deleted',
-      updatedAt: now(),
-    });
+    await keepingASuperuser(account, { status: 'deleted', roles: [] }, () =>
+      sessions.write(kind, account, {
+        identity: `deleted-${account.id}@invalid`,
+        passwordHash: UNUSABLE_PASSWORD_HASH,
+        firstName: null,
+        lastName: null,
+        roles: [],
+        status: 'deleted',
+        updatedAt: now(),
+      }),
+    );
     await oneTimeTokens.deleteForAccount(account.id);
   }
 
@@ -194,8 +205,6 @@ export function createAccountManagement(deps: {
           identity,
           confirmRequired: false,
         });
-      const status = input.status ?? target.status;
-      await assertSuperuserRemains(target, { status, roles: input.roles ?? target.roles });
       const changes: AccountChanges = { updatedAt: now() };
       if (input.identity !== undefined) changes.identity = input.identity;
       if (input.firstName !== undefined) changes.firstName = cleanName(input.firstName);
@@ -203,7 +212,11 @@ export function createAccountManagement(deps: {
       if (input.status !== undefined) changes.status = input.status;
       if (input.roles !== undefined) changes.roles = [...input.roles];
       if (input.password !== undefined) changes.passwordHash = await passwords.hash(input.password);
-      const updated = await write(target, changes);
+      const after = { status: input.status ?? target.status, roles: input.roles ?? target.roles };
+      const updated =
+        input.status === undefined && input.roles === undefined
+          ? await write(target, changes)
+          : await keepingASuperuser(target, after, () => write(target, changes));
       // Links mailed to the old address must not act on the account any more.
       if (input.identity !== undefined && input.identity !== target.identity)
         await oneTimeTokens.deleteForAccount(target.id);

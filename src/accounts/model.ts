@@ -57,7 +57,8 @@ export interface AccountStore {
   update(id: string, changes: AccountChanges): Promise<Account | null>;
   delete(id: string): Promise<boolean>;
   list(query: AccountQuery): Promise<{ items: Account[]; total: number }>;
-  count(filter: { status?: AccountStatus; role?: AdminRole }): Promise<number>;
+  /** The accounts with that status and role, leaving out the one whose id is `except`. */
+  count(filter: { status?: AccountStatus; role?: AdminRole; except?: string }): Promise<number>;
 }
 
 /**

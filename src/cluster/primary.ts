@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import type { Config } from '../config/config.ts';
 import { createProcessLogger } from '../logging/error-log.ts';
 import { ensureKeys } from '../oauth/key-rotation.ts';
-import { openKeyRingStore } from '../services.ts';
+import { openKeyRingStore, secureKeyDirectory } from '../services.ts';
 
 /** A worker that dies this many times within CRASH_WINDOW_MS means something is broken for good. */
 export const MAX_CRASHES = 5;
@@ -17,11 +17,11 @@ const SHUTDOWN_BACKSTOP_MS = 5_000;
 type Logger = ReturnType<typeof createProcessLogger>;
 
 /**
- * The primary process: makes sure the key ring exists before any worker starts (nodes
- * starting at once on a shared directory write exactly one between them), forks the
- * workers, replaces a worker that dies (with a growing delay, giving up if they crash in a
- * loop), and on SIGTERM/SIGINT lets the workers
- * finish their requests, close their backend connections and exit, then exits 0.
+ * The primary process: makes sure the key ring exists, in a directory only the service may
+ * enter, before any worker starts (nodes starting at once on a shared directory write exactly
+ * one between them), forks the workers, replaces a worker that dies (with a growing delay,
+ * giving up if they crash in a loop), and on SIGTERM/SIGINT lets the workers finish their
+ * requests, close their backend connections and exit, then exits 0.
  *
  * A worker that fails to start while the service is starting stops the whole service with
  * exit code 1: its message (a configuration or connection problem) is the operator's to fix,
@@ -31,6 +31,8 @@ type Logger = ReturnType<typeof createProcessLogger>;
 export async function runPrimary(config: Config): Promise<void> {
   const log = createProcessLogger(config.appName);
   await assertPortFree(config.port, config.host);
+  const notice = await secureKeyDirectory(config.keysDir);
+  if (notice) log[notice.level](notice.message);
   const keyRing = openKeyRingStore(config.keysDir);
   if (await ensureKeys(keyRing)) log.info(`Generated a new key ring in ${config.keysDir}`);
   // A ring that cannot be read stops the start here, rather than in every worker.

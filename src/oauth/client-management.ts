@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Conflict, NotFound, ValidationFailed } from '../errors.ts';
 import { type Actor, type Role, requirePermission } from '../identity.ts';
+import type { RuleLock } from '../rule-lock.ts';
 import { digestClientSecret } from './client-authentication.ts';
 import type { ClientUpdate, NewClient } from './client-schemas.ts';
 import type { ClientChanges, ClientStore, ClientType, GrantType, OAuthClient } from './model.ts';
@@ -27,8 +28,8 @@ export type ClientManagement = ReturnType<typeof createClientManagement>;
  * The registration of OAuth clients, by superusers (the API) and the operator (the CLI).
  * Secrets are generated here, 256 random bits, and only their digest is kept.
  */
-export function createClientManagement(deps: { clients: ClientStore; now?: () => Date }) {
-  const { clients } = deps;
+export function createClientManagement(deps: { clients: ClientStore; ruleLock: RuleLock; now?: () => Date }) {
+  const { clients, ruleLock } = deps;
   const now = deps.now ?? (() => new Date());
 
   async function existing(name: string): Promise<OAuthClient> {
@@ -39,15 +40,29 @@ export function createClientManagement(deps: { clients: ClientStore; now?: () =>
 
   /**
    * Administrators sign in through a client too: the last client that signs them in cannot
-   * go, or nobody could administer the service through the API any more.
+   * go (`grants` null) or lose its sign-in grants, or nobody could administer the service
+   * through the API any more. Such changes run in turn on every node, and check the clients
+   * as stored now (a list is never cached): no two of them can each count on the other's
+   * client remaining.
    */
-  async function assertAdminSignInRemains(target: OAuthClient, after: GrantType[] | null): Promise<void> {
-    const signsInAdmins = (client: OAuthClient, grants = client.grants) =>
-      client.accountKind === 'admin' && grants.some((grant) => SIGN_IN_GRANTS.includes(grant));
-    if (!signsInAdmins(target) || (after !== null && signsInAdmins(target, after))) return;
-    const others = (await clients.list()).filter((client) => client.id !== target.id);
-    if (!others.some((client) => signsInAdmins(client)))
-      throw new Conflict('The last client that signs administrators in cannot be deleted or lose that grant');
+  function keepingAdminSignIn<T>(
+    name: string,
+    grants: GrantType[] | null,
+    change: () => Promise<T>,
+  ): Promise<T> {
+    const signsInAdmins = (client: OAuthClient, clientGrants = client.grants) =>
+      client.accountKind === 'admin' && clientGrants.some((grant) => SIGN_IN_GRANTS.includes(grant));
+    const check = async () => {
+      const all = await clients.list();
+      const target = all.find((client) => client.name === name);
+      if (!target) throw new NotFound('No such client');
+      if (!signsInAdmins(target) || (grants !== null && signsInAdmins(target, grants))) return;
+      if (!all.some((client) => client.name !== name && signsInAdmins(client)))
+        throw new Conflict(
+          'The last client that signs administrators in cannot be deleted or lose that grant',
+        );
+    };
+    return ruleLock.inTurn('admin-sign-in-clients', check, change);
   }
 
   return {
@@ -93,15 +108,18 @@ export function createClientManagement(deps: { clients: ClientStore; now?: () =>
       const grants = input.grants ?? target.grants;
       const redirectUris = input.redirectUris ?? target.redirectUris;
       assertConsistent(target.type, grants, redirectUris);
-      await assertAdminSignInRemains(target, grants);
       const changes: ClientChanges = { updatedAt: now() };
       if (input.grants !== undefined) changes.grants = [...input.grants];
       if (input.redirectUris !== undefined) changes.redirectUris = [...input.redirectUris];
       const secret = input.rotateSecret ? newClientSecret() : undefined;
       if (secret !== undefined) changes.secretDigest = digestClientSecret(secret);
-      const updated = await clients.update(name, changes);
-      if (!updated) throw new NotFound('No such client');
-      return { client: updated, secret };
+      const write = async () => {
+        const updated = await clients.update(name, changes);
+        if (!updated) throw new NotFound('No such client');
+        return { client: updated, secret };
+      };
+      // Only new grants can take away the last sign-in of administrators.
+      return input.grants === undefined ? write() : keepingAdminSignIn(name, input.grants, write);
     },
 
     /**
@@ -111,8 +129,9 @@ export function createClientManagement(deps: { clients: ClientStore; now?: () =>
      */
     async remove(actor: Actor, name: string): Promise<void> {
       requirePermission(actor, CLIENT_MANAGERS);
-      await assertAdminSignInRemains(await existing(name), null);
-      if (!(await clients.delete(name))) throw new NotFound('No such client');
+      await keepingAdminSignIn(name, null, async () => {
+        if (!(await clients.delete(name))) throw new NotFound('No such client');
+      });
     },
   };
 }

@@ -8,9 +8,9 @@
 
 import type { MongoClient } from 'mongodb';
 import { watchBackend } from './backend-health.ts';
+import { keepAnnouncing } from './cache/announcements.ts';
 import { cacheCatalog } from './cache/cached-stores.ts';
 import { RedisInvalidations } from './cache/invalidation.ts';
-
 import type { Connection } from './connection.ts';
 import { guard, guardEach } from './guard.ts';
 import { MemoryCodeFlowStore } from './memory/code-flow.ts';
@@ -64,6 +64,8 @@ export async function openStores(options: OpenStoresOptions): Promise<Stores> {
           ),
         )
       : undefined;
+  // Whoever writes without the channel must be able to learn that it has listeners.
+  const announcements = invalidations && (await keepAnnouncing(catalog.cachingNodes, connect.log));
   return {
     ...(invalidations ? cacheCatalog(catalog, invalidations, options.accountCacheSize) : catalog),
     // A release gives back a token whose refresh failed: skipping it would strand the token.
@@ -74,6 +76,7 @@ export async function openStores(options: OpenStoresOptions): Promise<Stores> {
       ? guard(new RedisCodeFlowStore(redis.client), redisHealth)
       : new MemoryCodeFlowStore(),
     async close() {
+      announcements?.stop();
       mongoHealth?.stop();
       redisHealth?.stop();
       await invalidations?.close();

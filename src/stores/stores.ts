@@ -1,10 +1,12 @@
 import type { AccountStore, OneTimeTokenStore } from '../accounts/model.ts';
+import type { CachingNodeRegistry, LeaseStore, SeedLedger } from '../deployment-model.ts';
 import type { ClientStore, CodeFlowStore, RefreshTokenStore, ScopeStore } from '../oauth/model.ts';
 
 /**
  * One store of each kind, whichever backend holds it: what `openStores` returns and the
  * composition root hands out. The store interfaces are the domains' own (accounts/model.ts,
- * oauth/model.ts); src/stores/ implements them.
+ * oauth/model.ts), and those of the records about the deployment (deployment-model.ts);
+ * src/stores/ implements them.
  */
 export interface Stores {
   admins: AccountStore;
@@ -15,6 +17,12 @@ export interface Stores {
   codeFlow: CodeFlowStore;
   /** Activation and password-reset links; they live beside the accounts. */
   oneTimeTokens: OneTimeTokenStore;
+  /** Which seed records were seeded; beside the records they mark. */
+  seedLedger: SeedLedger;
+  /** Whether processes cache the records above; beside them, where every writer looks. */
+  cachingNodes: CachingNodeRegistry;
+  /** The leases of the rules that count accounts and clients; beside what they count. */
+  leases: LeaseStore;
   /** Closes connections; safe to call once at shutdown. */
   close(): Promise<void>;
 }

@@ -293,4 +293,72 @@ for (const backend of backends()) {
       assert.equal(lastOne.status, 409);
     });
   });
+
+  describe(`the last active superuser under concurrent changes (${backend})`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startTestServer({ backend });
+    });
+    after(() => server.close());
+
+    /** Every way a superuser stops being one; a new password is hashed between check and write. */
+    const removals = [
+      (id: string) => ['DELETE', `/admins/${id}`, undefined] as const,
+      (id: string) =>
+        ['PATCH', `/admins/${id}`, { roles: ['admin'], password: 'another horse battery' }] as const,
+      (id: string) => ['PATCH', `/admins/${id}`, { status: 'inactive' }] as const,
+      (id: string) => ['PATCH', `/admins/${id}`, { roles: ['admin'] }] as const,
+    ];
+
+    /** Eight new superusers, signed in, and every other superuser demoted: they are all there are. */
+    async function onlySuperusers(round: number): Promise<{ id: string; token: string }[]> {
+      const superusers = await Promise.all(
+        Array.from({ length: 8 }, async (_, i) => {
+          const identity = `super-${round}-${i}`;
+          const hash = (password: string) => server.app.passwords.hash(password);
+          const account = await storeAccount(server.app.stores.admins, hash, {
+            identity,
+            roles: ['superuser'],
+          });
+          return { id: account.id, token: (await adminLogin(server.url, identity)).access_token };
+        }),
+      );
+      const token = superusers[0]?.token;
+      const listed = await request(server.url, 'GET', '/admins?status=active&limit=100', { token });
+      const admins = (listed.body._embedded as { admins: { id: string; roles: string[] }[] }).admins;
+      for (const { id, roles } of admins) {
+        if (!roles.includes('superuser') || superusers.some((superuser) => superuser.id === id)) continue;
+        const demoted = await request(server.url, 'PATCH', `/admins/${id}`, {
+          token,
+          json: { roles: ['admin'] },
+        });
+        assert.equal(demoted.status, 200, JSON.stringify(demoted.body));
+      }
+      return superusers;
+    }
+
+    for (const [round, kinds] of [
+      [1, 'in every way'],
+      [2, 'in every way'],
+      [3, 'each with a new password'],
+    ] as const) {
+      test(`superusers removing each other all at once, ${kinds}, leave one (round ${round})`, async () => {
+        const superusers = await onlySuperusers(round);
+        // Each acts on the next one, in a ring, with its own token.
+        const answers = await Promise.all(
+          superusers.map(({ token }, i) => {
+            const next = superusers[(i + 1) % superusers.length];
+            const removal = removals[kinds === 'in every way' ? (i + round) % removals.length : 1];
+            assert.ok(next && removal);
+            const [method, path, json] = removal(next.id);
+            return request(server.url, method, path, { token, json });
+          }),
+        );
+        for (const answer of answers)
+          assert.ok([200, 204, 401, 403, 409].includes(answer.status), JSON.stringify(answer.body));
+        const active = await server.app.stores.admins.count({ role: 'superuser', status: 'active' });
+        assert.ok(active >= 1, `${active} active superusers left; answers ${answers.map((a) => a.status)}`);
+      });
+    }
+  });
 }

@@ -4,6 +4,7 @@ import { describe, test } from 'node:test';
 import { authorizationCode, exchangeCode, pkce, SPA_REDIRECT } from '../support/authorization.ts';
 import { request, SEEDED_USER } from '../support/http.ts';
 import { isolatedMongoUrl, startTestServer } from '../support/server.ts';
+import { openTestStores } from '../support/stores.ts';
 import { type CliResult, isOneLineFailure, mongoForCommands, runCli } from './run-cli.ts';
 
 function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
@@ -162,5 +163,37 @@ describe('client commands against MongoDB', () => {
     const missing = await cli(['client:delete', 'spa'], env);
     assert.ok(isOneLineFailure(missing), JSON.stringify(missing));
     assert.match(missing.stderr, /^error: No such client/);
+  });
+
+  test('while the nodes cache, a command that writes needs REDIS_URL; one that reads does not', async (t) => {
+    const base = mongo.base();
+    if (mongo.skip() || !base) return t.skip(String(mongo.skip()));
+    const env = { MONGODB_URL: isolatedMongoUrl(base) };
+    const stores = await openTestStores({ mongodbUrl: env.MONGODB_URL });
+    const m2m = (name: string) =>
+      cli(['client:create', '--name', name, '--type', 'confidential', '--grant', 'client_credentials'], env);
+    try {
+      // Nodes that last said they cache six minutes ago are gone (REDIS_URL was dropped, say).
+      await stores.cachingNodes.announce(new Date(Date.now() - 6 * 60_000));
+      assert.equal((await m2m('before')).code, 0);
+
+      // As a node with both backends says at its start and every minute after.
+      await stores.cachingNodes.announce(new Date());
+      const refused = await m2m('m2m');
+      assert.ok(isOneLineFailure(refused), JSON.stringify(refused));
+      assert.match(
+        refused.stderr,
+        /^error: REDIS_URL is not set, but the service's nodes keep accounts and clients in memory/,
+      );
+      assert.equal(await stores.clients.findByName('m2m'), null);
+      for (const write of [['client:delete', 'before'], ['seed']]) {
+        assert.ok(isOneLineFailure(await cli(write, env)), write.join(' '));
+      }
+      assert.ok(await stores.clients.findByName('before'));
+      const listed = await cli(['client:list'], env);
+      assert.equal(listed.code, 0, listed.stderr);
+    } finally {
+      await stores.close();
+    }
   });
 });

@@ -3,7 +3,7 @@
  * keys:list on KEYS_DIR (or --dir), each ending with the ring it leaves.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -87,6 +87,20 @@ describe('cli keys:*', () => {
       [current],
     );
     assert.equal(left.refreshTokenMac.length, 1);
+  });
+
+  test('a key directory open to others is tightened to 0700 by the commands that write it, saying so', async () => {
+    const dir = join(cwd, 'open');
+    await mkdir(dir);
+    await chmod(dir, 0o755);
+    const generated = await runCli(['keys:generate', '--dir', dir], { cwd });
+    assert.equal(generated.code, 0, generated.stderr);
+    assert.equal((await stat(dir)).mode & 0o777, 0o700);
+    assert.match(generated.stderr, new RegExp(`${dir} from 0755 to 0700`));
+    await chmod(dir, 0o711);
+    const rotated = await runCli(['keys:rotate', '--dir', dir], { cwd });
+    assert.equal(rotated.code, 0, rotated.stderr);
+    assert.equal((await stat(dir)).mode & 0o777, 0o700);
   });
 
   test('keys:rotate and keys:list without keys fail with one line saying what to run', async () => {

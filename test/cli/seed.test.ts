@@ -28,6 +28,7 @@ describe('cli seed', () => {
     assert.equal(result.code, 0);
     assert.match(result.stdout, /Usage: token-service seed \[options\]/);
     assert.match(result.stdout, /--timeout <seconds>/);
+    assert.match(result.stdout, /--restore \[records\.\.\.\]/);
   });
 
   test('without MONGODB_URL there is nothing to seed: one line, exit 1', async () => {
@@ -86,6 +87,40 @@ describe('cli seed', () => {
         assert.ok(await stores.clients.findByName('frontend'));
       } finally {
         await Promise.allSettled([stores.close(), passwords.close()]);
+      }
+    });
+
+    test('a seed record an operator removed is not seeded again; --restore brings back the one named', async (t) => {
+      if (!url) return t.skip('neither MONGODB_URL nor a ferretdb binary is available');
+      const env = { MONGODB_URL: url, BCRYPT_COST: '4' };
+      assert.equal((await runCli(['seed'], { cwd, env })).code, 0);
+      const stores = await openTestStores({ mongodbUrl: url });
+      try {
+        assert.equal(await stores.clients.delete('admin'), true);
+        assert.equal(await stores.clients.delete('frontend'), true);
+
+        const again = await runCli(['seed'], { cwd, env });
+        assert.equal(again.code, 0, again.stderr);
+        assert.match(again.stdout, /^Nothing to create\n.*: client:admin, client:frontend \(seed --restore/);
+        assert.equal(await stores.clients.findByName('admin'), null);
+
+        const restored = await runCli(['seed', '--restore', 'client:frontend'], { cwd, env });
+        assert.equal(restored.code, 0, restored.stderr);
+        assert.match(restored.stdout, /^Restored client frontend\n.*: client:admin \(/);
+        assert.match(restored.stdout, /publicly known/);
+        assert.equal((await stores.clients.findByName('frontend'))?.accountKind, 'user');
+        assert.equal(await stores.clients.findByName('admin'), null);
+
+        const unknown = await runCli(['seed', '--restore', 'client:nobody'], { cwd, env });
+        assert.ok(isOneLineFailure(unknown), JSON.stringify(unknown));
+        assert.match(unknown.stderr, /no seed record client:nobody/);
+
+        const all = await runCli(['seed', '--restore'], { cwd, env });
+        assert.equal(all.code, 0, all.stderr);
+        assert.equal(all.stdout.split('\n')[0], 'Restored client admin');
+        assert.ok(await stores.clients.findByName('admin'));
+      } finally {
+        await stores.close();
       }
     });
   });

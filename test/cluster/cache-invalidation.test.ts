@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { MongoClient } from 'mongodb';
+import { isOneLineFailure, runCli } from '../cli/run-cli.ts';
 import { superuserToken } from '../support/authorization.ts';
 import {
   type Backend,
@@ -148,6 +149,76 @@ describe('caches on two nodes', { skip: skipReal }, () => {
     });
     assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
     await refusedWithinPromise(async () => (await grant(second)).status === 401);
+  });
+
+  test(`a client the command line deletes is refused at every node within ${PROMISE_MS} ms: without REDIS_URL it refuses to`, async () => {
+    const name = uniqueName('svc');
+    const created = await request(first.url, 'POST', '/oauth-clients', {
+      token: admin,
+      json: { name, type: 'confidential', accounts: 'user', grants: ['client_credentials'] },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const grant = () =>
+      request(second.url, 'POST', '/security/generate-token', {
+        json: {
+          grant_type: 'client_credentials',
+          scope: 'api',
+          client_id: name,
+          client_secret: String(created.body.secret),
+        },
+      });
+    for (let round = 0; round < 3; round++) assert.equal((await grant()).status, 200);
+
+    // MONGODB_URL alone, as the docs allow for the command line: it would write unheard.
+    const cli = (env: Record<string, string>) =>
+      runCli(['client:delete', name], {
+        cwd: root,
+        env: { MONGODB_URL: mongodbUrl, BCRYPT_COST: '4', ...env },
+      });
+    const unheard = await cli({});
+    assert.ok(isOneLineFailure(unheard), JSON.stringify(unheard));
+    assert.match(unheard.stderr, /REDIS_URL/);
+    assert.equal((await grant()).status, 200, 'the refused command changed nothing');
+
+    const heard = await cli({ REDIS_URL: redis.url });
+    assert.equal(heard.code, 0, heard.stderr);
+    await refusedWithinPromise(async () => (await grant()).status === 401);
+  });
+
+  test('of the last two clients that sign administrators in, deleted at both nodes at once, one stays', async () => {
+    const call = (node: ServiceProcess, method: string, path: string, json?: unknown) =>
+      request(node.url, method, path, { token: admin, ...(json === undefined ? {} : { json }) });
+    const adminGrants = { grants: ['password', 'refresh_token', 'client_credentials'] };
+    try {
+      for (let round = 0; round < 3; round++) {
+        const names = [uniqueName('console'), uniqueName('console')];
+        for (const name of names) {
+          const created = await call(first, 'POST', '/oauth-clients', {
+            name,
+            type: 'confidential',
+            accounts: 'admin',
+            grants: ['password'],
+          });
+          assert.equal(created.status, 201, JSON.stringify(created.body));
+        }
+        // The seeded client keeps signing tokens' holders in, but no longer administrators.
+        assert.equal(
+          (await call(first, 'PATCH', '/oauth-clients/admin', { grants: ['client_credentials'] })).status,
+          200,
+        );
+        const answers = await Promise.all([
+          call(first, 'DELETE', `/oauth-clients/${names[0]}`),
+          call(second, 'DELETE', `/oauth-clients/${names[1]}`),
+        ]);
+        assert.deepEqual(answers.map((answer) => answer.status).sort(), [204, 409], `round ${round}`);
+        const left = await Promise.all(names.map((name) => call(first, 'GET', `/oauth-clients/${name}`)));
+        assert.equal(left.filter((answer) => answer.status === 200).length, 1);
+        assert.equal((await call(second, 'PATCH', '/oauth-clients/admin', adminGrants)).status, 200);
+        for (const name of names) await call(first, 'DELETE', `/oauth-clients/${name}`);
+      }
+    } finally {
+      await call(first, 'PATCH', '/oauth-clients/admin', adminGrants);
+    }
   });
 
   test('while Redis is away, a node answers from MongoDB only: a change no message announced is never hidden', async () => {

@@ -4,7 +4,7 @@
  * other's tokens. Also how the primary starts and gives up.
  */
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -137,6 +137,36 @@ describe('starting and supervising', () => {
     );
     assert.equal(new Set(keyIds).size, 1, 'every node signs with the same key');
     await Promise.all(nodes.map((node) => node.stop()));
+  });
+
+  test('a key directory open to others is tightened to 0700 at start, and the log says so', async () => {
+    const keysDir = join(await tempDir('open-keys-'), 'keys');
+    mkdirSync(keysDir);
+    chmodSync(keysDir, 0o755);
+    const node = await startNode({ KEYS_DIR: keysDir });
+    assert.equal(statSync(keysDir).mode & 0o777, 0o700);
+    assert.ok(
+      node.records().some((record) => String(record.msg).includes(`${keysDir} from 0755 to 0700`)),
+      node.lines.join('\n'),
+    );
+    await node.stop();
+  });
+
+  test('a key directory open to others that another user owns is left as it is, with a warning naming it', {
+    skip: process.getuid?.() === 0 ? false : 'not run as root: cannot give a directory to another user',
+  }, async () => {
+    const keysDir = join(await tempDir('foreign-keys-'), 'keys');
+    mkdirSync(keysDir);
+    chmodSync(keysDir, 0o750);
+    chownSync(keysDir, 65534, 65534);
+    const node = await startNode({ KEYS_DIR: keysDir });
+    assert.equal(statSync(keysDir).mode & 0o777, 0o750);
+    const warning = node
+      .records()
+      .find((record) => record.level === 40 && String(record.msg).includes(keysDir));
+    assert.ok(warning, node.lines.join('\n'));
+    assert.match(String(warning.msg), /0750/);
+    await node.stop();
   });
 
   test('without MONGODB_URL and REDIS_URL the service runs one worker and says why', async () => {

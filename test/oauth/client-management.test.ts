@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { registerClient, SPA_REDIRECT, superuserToken } from '../support/authorization.ts';
-import { decodeJwtPart, request, SEEDED_USER } from '../support/http.ts';
+import { decodeJwtPart, passwordGrant, request, SEEDED_ADMIN, SEEDED_USER } from '../support/http.ts';
 import { backends, describeBackendSkip, startTestServer, type TestServer } from '../support/server.ts';
 
 describeBackendSkip();
@@ -306,4 +306,63 @@ for (const backend of backends())
       );
       assert.equal((await call('DELETE', `/oauth-clients/${console.name}`)).status, 204);
     });
+
+    /** Whether a client signs administrators in: an admin client with a sign-in grant. */
+    const signsInAdmins = (client: { accountKind: string; grants: string[] }) =>
+      client.accountKind === 'admin' &&
+      client.grants.some((grant) => grant === 'password' || grant === 'authorization_code');
+
+    for (const [round, change] of [
+      ['delete', 'DELETE'],
+      ['take away the sign-in grants of', 'PATCH'],
+      ['delete or narrow', 'both'],
+    ] as const) {
+      test(`superusers who all at once ${round} the clients that sign administrators in leave one`, async () => {
+        // Six such clients, each with a superuser token issued through it (a deleted client's
+        // tokens are refused, so each request acts on another client than its own).
+        const clients = await Promise.all(
+          Array.from({ length: 6 }, async () => {
+            const name = unique('console');
+            const created = await call('POST', '/oauth-clients', {
+              name,
+              type: 'confidential',
+              accounts: 'admin',
+              grants: ['password', 'refresh_token'],
+            });
+            assert.equal(created.status, 201, JSON.stringify(created.body));
+            const client = { client_id: name, client_secret: String(created.body.secret) };
+            const login = await passwordGrant(server.url, client, SEEDED_ADMIN);
+            return { name, token: login.access_token };
+          }),
+        );
+        // The others that sign administrators in go first, so that these six are all there are.
+        for (const other of (await server.app.stores.clients.list()).filter(signsInAdmins)) {
+          if (clients.some((client) => client.name === other.name)) continue;
+          const narrowed = await call('PATCH', `/oauth-clients/${other.name}`, {
+            grants: ['client_credentials'],
+          });
+          assert.equal(narrowed.status, 200, JSON.stringify(narrowed.body));
+        }
+        const answers = await Promise.all(
+          clients.map(({ token }, i) => {
+            const next = clients[(i + 1) % clients.length]?.name;
+            const remove = change === 'DELETE' || (change === 'both' && i % 2 === 0);
+            return remove
+              ? request(server.url, 'DELETE', `/oauth-clients/${next}`, { token })
+              : request(server.url, 'PATCH', `/oauth-clients/${next}`, {
+                  token,
+                  json: { grants: ['client_credentials'] },
+                });
+          }),
+        );
+        for (const answer of answers)
+          assert.ok([200, 204, 401, 409].includes(answer.status), JSON.stringify(answer.body));
+        const left = (await server.app.stores.clients.list()).filter(signsInAdmins);
+        assert.equal(left.length >= 1, true, `none left; answers ${answers.map((a) => a.status)}`);
+        // Put one back as it was, for the tests that follow.
+        await call('PATCH', '/oauth-clients/admin', {
+          grants: ['password', 'refresh_token', 'client_credentials'],
+        });
+      });
+    }
   });

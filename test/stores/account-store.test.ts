@@ -170,9 +170,10 @@ function accountContract(h: ContractHarness<Pair>, options: { separateConnection
     }
   });
 
-  test('count by status and by role', async () => {
+  test('count by status and by role, leaving out one account when asked', async () => {
     await h.admins.create(account('a1', { roles: ['admin'] }));
-    await h.admins.create(account('a2', { roles: ['admin', 'superuser'] }));
+    const a2 = account('a2', { roles: ['admin', 'superuser'] });
+    await h.admins.create(a2);
     await h.admins.create(account('a3', { roles: ['superuser'], status: 'inactive' }));
     await h.admins.create(account('a4', { roles: ['admin'], status: 'pending' }));
     assert.equal(await h.admins.count({}), 4);
@@ -181,6 +182,8 @@ function accountContract(h: ContractHarness<Pair>, options: { separateConnection
     assert.equal(await h.admins.count({ role: 'admin', status: 'active' }), 2);
     assert.equal(await h.admins.count({ role: 'superuser', status: 'inactive' }), 1);
     assert.equal(await h.admins.count({ status: 'deleted' }), 0);
+    assert.equal(await h.admins.count({ role: 'admin', status: 'active', except: a2.id }), 1);
+    assert.equal(await h.admins.count({ except: randomUUID() }), 4);
     assert.equal(await h.users.count({}), 0);
   });
 

@@ -4,6 +4,7 @@
  * three files of earlier versions, and in the very format deployments hold today.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { createHash, createPublicKey, generateKeyPairSync, randomBytes, sign, verify } from 'node:crypto';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +13,9 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type KeyRingState, refreshTokenMacKeyId, thumbprint } from '../../src/oauth/key-ring-store.ts';
 import { ensureKeys, generateKeys, rotateKeys } from '../../src/oauth/key-rotation.ts';
+import { temporaryPath } from '../../src/stores/key-ring/commit.ts';
 import { fileKeyRingStore } from '../../src/stores/key-ring/file-store.ts';
+import { LEGACY_FILES } from '../../src/stores/key-ring/legacy-files.ts';
 
 const freshDir = () => mkdtempSync(join(tmpdir(), 'keys-'));
 const kids = (ring: KeyRingState) => ring.signing.map((key) => key.kid);
@@ -243,5 +246,29 @@ describe('rotating keys', () => {
     await assert.rejects(store.read(), /keyring-2\.json is not valid JSON/);
     writeFileSync(join(dir, 'keyring-2.json'), '{"signing": [], "encryption": []}');
     await assert.rejects(store.read(), /keyring-2\.json: no signing key/);
+  });
+});
+
+describe('a checkout', () => {
+  const repository = fileURLToPath(new URL('../../', import.meta.url));
+  const ignored = (path: string) =>
+    spawnSync('git', ['-C', repository, 'check-ignore', '--no-index', '--quiet', path]).status === 0;
+  const git = spawnSync('git', ['-C', repository, 'rev-parse', '--git-dir']);
+  const skip = git.status === 0 ? false : 'not a git checkout (or no git): .gitignore not checked';
+  if (skip) console.log(`# ${skip}`);
+
+  test('never shows git the ring, the files a change passes through, or the files of earlier versions', {
+    skip,
+  }, () => {
+    const ring = join('keys', 'keyring-12.json');
+    for (const path of [
+      join('keys', 'keyring-1.json'),
+      ring,
+      temporaryPath(ring),
+      ...LEGACY_FILES.map((name) => join('keys', name)),
+    ]) {
+      assert.ok(ignored(path), `${path} is not git-ignored`);
+    }
+    assert.equal(ignored(join('keys', '.gitkeep')), false, 'the directory itself stays in the checkout');
   });
 });

@@ -66,3 +66,23 @@ export function describeStoreContract<S extends object>(
     contract(h, { separateConnections: true });
   });
 }
+
+/**
+ * Runs `use` with the harness's stores followed, where the backend is shared by processes, by
+ * `others` more connections to the same data (memory has its one), and closes those after.
+ */
+export async function onConnections<S extends object>(
+  h: ContractHarness<S>,
+  others: number,
+  use: (connections: S[]) => Promise<void>,
+): Promise<void> {
+  const { otherConnection } = h;
+  const opened = otherConnection
+    ? await Promise.all(Array.from({ length: others }, () => otherConnection()))
+    : [];
+  try {
+    await use([h, ...opened]);
+  } finally {
+    await Promise.all(opened.map((other) => other.close()));
+  }
+}

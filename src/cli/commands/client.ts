@@ -26,9 +26,13 @@ function optionOf(field: string): string {
   return kebabOption(field);
 }
 
-/** Runs `action` with the client service, over MongoDB. */
-function withClients(config: Config, action: (clients: ClientManagement) => Promise<void>): Promise<void> {
-  const clients = { what: 'OAuth clients', api: '/oauth-clients' };
+/** Runs `action` with the client service, over MongoDB; whether it writes decides what it needs. */
+function withClients(
+  config: Config,
+  access: 'reads' | 'writes',
+  action: (clients: ClientManagement) => Promise<void>,
+): Promise<void> {
+  const clients = { what: 'OAuth clients', api: '/oauth-clients', readOnly: access === 'reads' };
   return withOperatorServices(config, clients, (services) => action(services.oauthClients));
 }
 
@@ -82,7 +86,7 @@ export const registerClientCommands: RegisterCommand = (program, loadConfig) => 
           }),
         optionOf,
       );
-      await withClients(loadConfig(), async (clients) => {
+      await withClients(loadConfig(), 'writes', async (clients) => {
         const { client, secret } = await checked(() => clients.create(OPERATOR, input), optionOf);
         console.log(
           JSON.stringify({ ...viewClient(client), ...(secret === undefined ? {} : { secret }) }, null, 2),
@@ -95,7 +99,7 @@ export const registerClientCommands: RegisterCommand = (program, loadConfig) => 
     .description('List the OAuth clients in MongoDB: name, type, accounts, grants, redirect URIs')
     .option('--json', 'print the list as JSON', false)
     .action(async (options: { json: boolean }) => {
-      await withClients(loadConfig(), async (clients) => {
+      await withClients(loadConfig(), 'reads', async (clients) => {
         const views = (await clients.list(OPERATOR)).map(viewClient);
         if (options.json) {
           console.log(JSON.stringify(views, null, 2));
@@ -125,7 +129,7 @@ export const registerClientCommands: RegisterCommand = (program, loadConfig) => 
     .description('Delete an OAuth client from MongoDB; its refresh tokens and codes are refused from then on')
     .argument('<name>', 'the client_id')
     .action(async (name: string) => {
-      await withClients(loadConfig(), async (clients) => {
+      await withClients(loadConfig(), 'writes', async (clients) => {
         await clients.remove(OPERATOR, name);
         console.log(`Deleted client ${name}`);
       });

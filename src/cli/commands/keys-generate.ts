@@ -1,7 +1,7 @@
 import { generateKeys } from '../../oauth/key-rotation.ts';
 import { openKeyRingStore } from '../../services.ts';
 import type { RegisterCommand } from './index.ts';
-import { printRing } from './keys-list.ts';
+import { printRing, secureBeforeWriting } from './keys-list.ts';
 
 export const registerKeysGenerate: RegisterCommand = (program, loadConfig) => {
   program
@@ -14,8 +14,9 @@ export const registerKeysGenerate: RegisterCommand = (program, loadConfig) => {
     )
     .option('--dir <dir>', 'write to this directory instead of KEYS_DIR')
     .action(async (options: { force: boolean; dir?: string }) => {
-      const keyRing = openKeyRingStore(options.dir ?? loadConfig().keysDir);
-      printRing(await generateKeys(keyRing, { force: options.force }));
+      const dir = options.dir ?? loadConfig().keysDir;
+      await secureBeforeWriting(dir);
+      printRing(await generateKeys(openKeyRingStore(dir), { force: options.force }));
       if (options.force)
         console.log(
           'Every access and refresh token issued with the old keys is now invalid (to keep them valid, use keys:rotate).',

@@ -1,6 +1,6 @@
 import { KEY_RING_RELOAD_MS } from '../../oauth/key-ring.ts';
 import type { KeyRingState } from '../../oauth/key-ring-store.ts';
-import { openKeyRingStore } from '../../services.ts';
+import { openKeyRingStore, secureKeyDirectory } from '../../services.ts';
 import type { RegisterCommand } from './index.ts';
 
 export const registerKeysList: RegisterCommand = (program, loadConfig) => {
@@ -31,4 +31,10 @@ export function printRing(ring: KeyRingState): void {
   ring.refreshTokenMac.forEach((key, index) => {
     console.log(line('refresh', key.id, key, index === 0 ? 'mints' : 'verifies'));
   });
+}
+
+/** Before a keys command writes: a key directory open to others is tightened or named (stderr). */
+export async function secureBeforeWriting(dir: string): Promise<void> {
+  const notice = await secureKeyDirectory(dir);
+  if (notice) console.error(`${notice.level === 'warn' ? 'warning: ' : ''}${notice.message}`);
 }

@@ -2,7 +2,7 @@ import { Option } from 'commander';
 import { RETIRE_MARGIN_MS, type RetireSelection, retireKeys } from '../../oauth/key-rotation.ts';
 import { openKeyRingStore } from '../../services.ts';
 import type { RegisterCommand } from './index.ts';
-import { printRing } from './keys-list.ts';
+import { printRing, secureBeforeWriting } from './keys-list.ts';
 
 export const registerKeysRetire: RegisterCommand = (program, loadConfig) => {
   program
@@ -30,7 +30,9 @@ export const registerKeysRetire: RegisterCommand = (program, loadConfig) => {
               accessTokenTtlSeconds: config.accessTokenTtl,
               refreshTokenTtlSeconds: config.refreshTokenTtl,
             };
-      const { retired, ring } = await retireKeys(openKeyRingStore(options.dir ?? config.keysDir), selection);
+      const dir = options.dir ?? config.keysDir;
+      await secureBeforeWriting(dir);
+      const { retired, ring } = await retireKeys(openKeyRingStore(dir), selection);
       console.log(retired.length > 0 ? `Retired ${retired.join(', ')}` : 'No key to retire yet');
       printRing(ring);
     });

@@ -1,7 +1,7 @@
 import { rotateKeys } from '../../oauth/key-rotation.ts';
 import { openKeyRingStore } from '../../services.ts';
 import type { RegisterCommand } from './index.ts';
-import { printRing } from './keys-list.ts';
+import { printRing, secureBeforeWriting } from './keys-list.ts';
 
 export const registerKeysRotate: RegisterCommand = (program, loadConfig) => {
   program
@@ -12,7 +12,9 @@ export const registerKeysRotate: RegisterCommand = (program, loadConfig) => {
     )
     .option('--dir <dir>', 'change this directory instead of KEYS_DIR')
     .action(async (options: { dir?: string }) => {
-      const ring = await rotateKeys(openKeyRingStore(options.dir ?? loadConfig().keysDir));
+      const dir = options.dir ?? loadConfig().keysDir;
+      await secureBeforeWriting(dir);
+      const ring = await rotateKeys(openKeyRingStore(dir));
       printRing(ring);
       console.log('Nobody is signed out. Once the earlier tokens have expired, run keys:retire.');
     });

@@ -42,7 +42,7 @@ export async function commit(
     const generation = base + 1;
     const target = join(dir, ringFileName(generation));
     const written = checkRing(target, generation, next);
-    const temporary = `${target}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+    const temporary = temporaryPath(target);
     await writeFile(temporary, ringFileText(next), { mode: 0o600 });
     try {
       await link(temporary, target);
@@ -69,8 +69,13 @@ async function emptySuperseded(dir: string, generation: number): Promise<void> {
     if ((LEGACY_FILES as readonly string[]).includes(name)) await unlink(path).catch(() => undefined);
     if (!match || Number(match[1]) >= generation) continue;
     if (isEmptied(await readFile(path, 'utf8'))) continue;
-    const temporary = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+    const temporary = temporaryPath(path);
     await writeFile(temporary, emptiedFileText(generation), { mode: 0o600 });
     await rename(temporary, path);
   }
+}
+
+/** Where a file is written before it takes its name: beside it, unique to this process and write. */
+export function temporaryPath(path: string): string {
+  return `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
 }

@@ -1,3 +1,4 @@
+import { chmod, stat } from 'node:fs/promises';
 import { type KeyRingState, type KeyRingStore, NoKeys } from '../../oauth/key-ring-store.ts';
 import { commit } from './commit.ts';
 import { readLegacy } from './legacy-files.ts';
@@ -47,4 +48,41 @@ async function readNewest(dir: string): Promise<KeyRingState | undefined> {
       if (!(error instanceof Replaced) || attempt >= 5) throw error;
     }
   }
+}
+
+/** What `secureKeyDirectory` did, or could not do, for the caller to log. */
+export interface KeyDirectoryNotice {
+  level: 'info' | 'warn';
+  message: string;
+}
+
+/**
+ * The key directory is the service's alone (0700): group or others who may enter it can read
+ * any key file whose own mode someone loosened (a copy made with `cp`, a restored backup), and
+ * watch the ring change. A directory the service owns is tightened to 0700; one it does not
+ * own is left as it is (it is someone else's to manage) and named in a warning. Nothing to
+ * say when the directory is private already or does not exist yet (commit creates it 0700).
+ */
+export async function secureKeyDirectory(dir: string): Promise<KeyDirectoryNotice | undefined> {
+  let status: Awaited<ReturnType<typeof stat>>;
+  try {
+    status = await stat(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  const mode = status.mode & 0o777;
+  // No POSIX modes to speak of (Windows): nothing to check.
+  if ((mode & 0o077) === 0 || process.getuid === undefined) return undefined;
+  const octal = (value: number) => value.toString(8).padStart(4, '0');
+  if (status.uid !== process.getuid()) {
+    return {
+      level: 'warn',
+      message:
+        `Key directory ${dir} is open to its group or others (mode ${octal(mode)}) and owned by another ` +
+        `user, so it is left as it is: make it 0700 (chmod 700 ${dir})`,
+    };
+  }
+  await chmod(dir, 0o700);
+  return { level: 'info', message: `Tightened key directory ${dir} from ${octal(mode)} to 0700` };
 }

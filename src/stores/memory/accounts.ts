@@ -71,9 +71,10 @@ export class MemoryAccountStore implements AccountStore {
     };
   }
 
-  async count(filter: { status?: AccountStatus; role?: AdminRole }): Promise<number> {
+  async count(filter: { status?: AccountStatus; role?: AdminRole; except?: string }): Promise<number> {
     let n = 0;
     for (const account of this.#byId.values()) {
+      if (account.id === filter.except) continue;
       if (filter.status !== undefined && account.status !== filter.status) continue;
       if (filter.role !== undefined && !account.roles.includes(filter.role)) continue;
       n++;

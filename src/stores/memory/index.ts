@@ -1,12 +1,15 @@
 import type { Stores } from '../stores.ts';
 import { MemoryAccountStore } from './accounts.ts';
+import { MemoryCachingNodeRegistry } from './caching-nodes.ts';
 import { MemoryClientStore, MemoryScopeStore } from './catalog.ts';
+import { MemoryLeaseStore } from './leases.ts';
 import { MemoryOneTimeTokenStore } from './one-time-tokens.ts';
 import { MemoryRefreshTokenStore } from './refresh-tokens.ts';
+import { MemorySeedLedger } from './seed-ledger.ts';
 
 export function memoryCatalogStores(): Pick<
   Stores,
-  'admins' | 'users' | 'clients' | 'scopes' | 'oneTimeTokens'
+  'admins' | 'users' | 'clients' | 'scopes' | 'oneTimeTokens' | 'seedLedger' | 'cachingNodes' | 'leases'
 > {
   return {
     admins: new MemoryAccountStore(),
@@ -14,7 +17,18 @@ export function memoryCatalogStores(): Pick<
     clients: new MemoryClientStore(),
     scopes: new MemoryScopeStore(),
     oneTimeTokens: new MemoryOneTimeTokenStore(),
+    seedLedger: new MemorySeedLedger(),
+    cachingNodes: new MemoryCachingNodeRegistry(),
+    leases: new MemoryLeaseStore(),
   };
 }
 
-export { MemoryAccountStore, MemoryClientStore, MemoryRefreshTokenStore, MemoryScopeStore };
+export {
+  MemoryAccountStore,
+  MemoryCachingNodeRegistry,
+  MemoryClientStore,
+  MemoryLeaseStore,
+  MemoryRefreshTokenStore,
+  MemoryScopeStore,
+  MemorySeedLedger,
+};

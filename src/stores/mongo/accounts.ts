@@ -105,8 +105,9 @@ export class MongoAccountStore implements AccountStore {
     return { items: docs.map((doc) => toAccount(doc) as Account), total };
   }
 
-  async count(filter: { status?: AccountStatus; role?: AdminRole }): Promise<number> {
+  async count(filter: { status?: AccountStatus; role?: AdminRole; except?: string }): Promise<number> {
     const query: Filter<AccountDoc> = {};
+    if (filter.except !== undefined) query._id = { $ne: filter.except };
     if (filter.status !== undefined) query.status = filter.status;
     // Matching a scalar against an array field matches any element.
     if (filter.role !== undefined) query.roles = filter.role;

@@ -1,14 +1,20 @@
 import type { Db } from 'mongodb';
 import type { Stores } from '../stores.ts';
 import { type AccountDoc, foldIdentityKeys, MongoAccountStore } from './accounts.ts';
+import { DEPLOYMENT_COLLECTION, type DeploymentFactDoc, MongoCachingNodeRegistry } from './caching-nodes.ts';
 import { type ClientDoc, MongoClientStore, MongoScopeStore, type ScopeDoc } from './catalog.ts';
+import { LEASES_COLLECTION, type LeaseDoc, MongoLeaseStore } from './leases.ts';
 import {
   MongoOneTimeTokenStore,
   ONE_TIME_TOKENS_COLLECTION,
   type OneTimeTokenDoc,
 } from './one-time-tokens.ts';
+import { MongoSeedLedger, SEED_LEDGER_COLLECTION, type SeedMarkDoc } from './seed-ledger.ts';
 
-export type MongoCatalogStores = Pick<Stores, 'admins' | 'users' | 'clients' | 'scopes' | 'oneTimeTokens'>;
+export type MongoCatalogStores = Pick<
+  Stores,
+  'admins' | 'users' | 'clients' | 'scopes' | 'oneTimeTokens' | 'seedLedger' | 'cachingNodes' | 'leases'
+>;
 
 /**
  * The unique indexes every write path relies on, and the migrations of stored data they
@@ -27,6 +33,7 @@ export async function ensureIndexes(db: Db, log: (message: string) => void): Pro
   await db.collection('users').createIndex({ identityKey: 1 }, { unique: true, name: 'identityKey_unique' });
   await db.collection('clients').createIndex({ name: 1 }, { unique: true, name: 'name_unique' });
   await MongoOneTimeTokenStore.ensureIndexes(db.collection<OneTimeTokenDoc>(ONE_TIME_TOKENS_COLLECTION));
+  await MongoLeaseStore.ensureIndexes(db.collection<LeaseDoc>(LEASES_COLLECTION));
 }
 
 /** Store objects over an open database; call `ensureIndexes` first. */
@@ -37,7 +44,17 @@ export function mongoCatalogStores(db: Db): MongoCatalogStores {
     clients: new MongoClientStore(db.collection<ClientDoc>('clients')),
     scopes: new MongoScopeStore(db.collection<ScopeDoc>('scopes')),
     oneTimeTokens: new MongoOneTimeTokenStore(db.collection<OneTimeTokenDoc>(ONE_TIME_TOKENS_COLLECTION)),
+    seedLedger: new MongoSeedLedger(db.collection<SeedMarkDoc>(SEED_LEDGER_COLLECTION)),
+    cachingNodes: new MongoCachingNodeRegistry(db.collection<DeploymentFactDoc>(DEPLOYMENT_COLLECTION)),
+    leases: new MongoLeaseStore(db.collection<LeaseDoc>(LEASES_COLLECTION)),
   };
 }
 
-export { MongoAccountStore, MongoClientStore, MongoScopeStore };
+export {
+  MongoAccountStore,
+  MongoCachingNodeRegistry,
+  MongoClientStore,
+  MongoLeaseStore,
+  MongoScopeStore,
+  MongoSeedLedger,
+};
