@@ -42,8 +42,13 @@ export interface IssuedAccessToken {
 /** The signing keys: one signs, and every key still trusted verifies the tokens carrying its `kid`. */
 export interface AccessTokenKeys {
   signingKey(): { privateKey: KeyObject; kid: string };
-  /** The public key of a trusted `kid`; undefined for a retired or unknown one. */
+  /** The public key of a trusted `kid` among the keys in force; undefined for a retired or unknown one. */
   verificationKey(kid: string): KeyObject | undefined;
+  /**
+   * The same, but a `kid` not among the keys in force is looked for in a newer generation of
+   * the ring first: another process may already sign with it.
+   */
+  findVerificationKey(kid: string): Promise<KeyObject | undefined>;
 }
 
 export interface AccessTokenService {
@@ -105,9 +110,9 @@ export function createAccessTokenService(options: {
       // `kid` only selects among our own trusted keys (§3.10): an unknown one is refused.
       ({ payload } = await jwtVerify(
         token,
-        (header) => {
+        async (header) => {
           kid = header.kid ?? '';
-          const key = keys.verificationKey(kid);
+          const key = await keys.findVerificationKey(kid);
           if (!key) throw new InvalidToken(UNKNOWN_KEY);
           return key;
         },

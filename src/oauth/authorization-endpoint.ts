@@ -118,7 +118,7 @@ export function createAuthorizationEndpoint(deps: {
      * the same request.
      */
     async signIn(attempt: SignInAttempt): Promise<AuthorizationStep> {
-      const sealed = sealer.open(attempt.csrfToken);
+      const sealed = await sealer.open(attempt.csrfToken);
       if (!sealed || !(await store.useOnce(sealed.id, sealed.expiresAt)))
         throw new InvalidAuthorizationRequest(
           'This sign-in form has expired or was already used. Go back to the application and sign in again.',

@@ -8,7 +8,8 @@ import type { KeyRingState, KeyRingStore } from './key-ring-store.ts';
  */
 export interface RefreshTokenMacKeys {
   current(): { id: string; key: Buffer };
-  byId(id: string): Buffer | undefined;
+  /** The key with that id, from a newer generation if this process is behind; else undefined. */
+  find(id: string): Promise<Buffer | undefined>;
 }
 
 /** The keys in force in this process, following the key ring store as it changes. */
@@ -27,6 +28,11 @@ export const KEY_RING_RELOAD_MS = 2_000;
  * seconds, without a restart or a signal. Polling rather than fs.watch: watching is unreliable
  * on network and overlay volumes, and a poll is one directory listing. A generation that cannot
  * be read is reported and the keys in force are kept.
+ *
+ * Processes poll at different moments, so for up to a poll interval after a change some
+ * already sign with the new keys while others do not know them yet: a key id this process does
+ * not know makes it look for a newer generation at once, so that a token or a sign-in form
+ * made by a process a poll ahead is not refused. (An unknown id costs a directory listing.)
  */
 export async function openKeyRing(
   store: KeyRingStore,
@@ -34,17 +40,39 @@ export async function openKeyRing(
 ): Promise<KeyRing> {
   const log = options.log ?? (() => {});
   let keys = indexed(await store.read());
+  let reading: Promise<void> | undefined;
   let checking = false;
   let failing = false;
+
+  /** Reads the generation in force and switches to it; concurrent callers share one read. */
+  function read(): Promise<void> {
+    reading ??= store
+      .read()
+      .then((ring) => {
+        keys = indexed(ring);
+        log(`Key ring generation ${keys.generation} in force (signing key ${keys.signing.kid})`);
+      })
+      .finally(() => {
+        reading = undefined;
+      });
+    return reading;
+  }
+
+  /** Switches to the generation in force when it is another one. */
+  async function follow(): Promise<void> {
+    const newest = await store.newestGeneration();
+    if (newest === keys.generation) return;
+    await read();
+    // The read shared may have begun before generation `newest` was written: then another.
+    if (keys.generation < newest) await read();
+  }
 
   const timer = setInterval(async () => {
     if (checking) return;
     checking = true;
     try {
-      if ((await store.newestGeneration()) === keys.generation) return;
-      keys = indexed(await store.read());
+      await follow();
       failing = false;
-      log(`Key ring generation ${keys.generation} in force (signing key ${keys.signing.kid})`);
     } catch (error) {
       if (!failing)
         log(
@@ -57,12 +85,22 @@ export async function openKeyRing(
   }, options.reloadMs ?? KEY_RING_RELOAD_MS);
   timer.unref();
 
+  /** What `lookUp` finds in the keys in force, or else in the generation in force now. */
+  async function catchingUp<T>(lookUp: () => T | undefined): Promise<T | undefined> {
+    const found = lookUp();
+    if (found !== undefined) return found;
+    // A ring that cannot be read is the poll's to report; the key stays unknown.
+    await follow().catch(() => undefined);
+    return lookUp();
+  }
+
   return {
     signingKey: () => keys.signing,
     verificationKey: (kid) => keys.verification.get(kid),
+    findVerificationKey: (kid) => catchingUp(() => keys.verification.get(kid)),
     refreshTokenMacKeys: {
       current: () => keys.refreshTokenMac,
-      byId: (id) => keys.refreshTokenMacById.get(id),
+      find: (id) => catchingUp(() => keys.refreshTokenMacById.get(id)),
     },
     close: () => clearInterval(timer),
   };

@@ -44,11 +44,11 @@ function mintRefreshToken(
  * The token's family, generation and MAC, or null for anything that could not have come
  * from us: malformed, a key that is not (or no longer) in the ring, or a MAC that fails.
  */
-function verifyRefreshToken(token: string, keys: RefreshTokenMacKeys): PresentedToken | null {
+async function verifyRefreshToken(token: string, keys: RefreshTokenMacKeys): Promise<PresentedToken | null> {
   const parts = TOKEN.exec(token)?.groups;
   if (!parts) return null;
   const { body = '', familyId = '', generation = '', keyId = '', mac = '' } = parts;
-  const key = keys.byId(keyId);
+  const key = await keys.find(keyId);
   if (!key || !timingSafeEqual(Buffer.from(macOf(body, key)), Buffer.from(mac))) return null;
   return { familyId, generation: Number(generation), mac };
 }
@@ -114,7 +114,7 @@ export function createRefreshTokenService(options: {
       return saved ? minted.token : null;
     },
     async consumeRefreshToken(token) {
-      const presented = verifyRefreshToken(token, keys);
+      const presented = await verifyRefreshToken(token, keys);
       if (!presented) return { outcome: 'unknown' };
       // 96 random bits: unique among a family's refreshes, and small in the family's record.
       const attempt = randomBytes(12).toString('base64url');

@@ -41,7 +41,7 @@ const SEAL = /^[A-Za-z0-9_-]{1,64}\.[A-Za-z0-9_-]{1,16000}\.[A-Za-z0-9_-]{43}$/;
 export interface RequestSealer {
   seal(request: AuthorizationRequest): string;
   /** The request of an authentic seal that has not expired; null for anything else. */
-  open(value: string): SealedRequest | null;
+  open(value: string): Promise<SealedRequest | null>;
 }
 
 export function createRequestSealer(options: {
@@ -66,10 +66,10 @@ export function createRequestSealer(options: {
       const payload = Buffer.from(JSON.stringify(sealed)).toString('base64url');
       return `${id}.${payload}.${mac(key, `${id}.${payload}`).toString('base64url')}`;
     },
-    open(value) {
+    async open(value) {
       if (!SEAL.test(value)) return null;
       const [id = '', payload = '', tag = ''] = value.split('.');
-      const key = options.keys.byId(id);
+      const key = await options.keys.find(id);
       if (!key) return null;
       const presented = Buffer.from(tag, 'base64url');
       const expected = mac(key, `${id}.${payload}`);

@@ -8,9 +8,13 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { createAccessTokenService } from '../../src/oauth/access-token.ts';
 import { openKeyRing } from '../../src/oauth/key-ring.ts';
 import { generateKeys, retireKeys, rotateKeys } from '../../src/oauth/key-rotation.ts';
+import { createRefreshTokenService } from '../../src/oauth/refresh-token.ts';
+import { createRequestSealer } from '../../src/oauth/sealed-request.ts';
 import { openKeyRingStore } from '../../src/services.ts';
+import { MemoryRefreshTokenStore } from '../../src/stores/memory/refresh-tokens.ts';
 import { eventually } from '../support/eventually.ts';
 import {
   decodeJwtPart,
@@ -34,11 +38,11 @@ describe('the key ring of a process', () => {
       await eventually(() => ring.signingKey().kid === rotated.signing[0].kid, 'the new key signs');
       assert.equal(ring.refreshTokenMacKeys.current().id, rotated.refreshTokenMac[0].id);
       assert.ok(ring.verificationKey(first.kid), 'the earlier key still verifies');
-      assert.deepEqual(ring.refreshTokenMacKeys.byId(firstRefresh.id), firstRefresh.key);
+      assert.deepEqual(await ring.refreshTokenMacKeys.find(firstRefresh.id), firstRefresh.key);
 
       await retireKeys(store, { kind: 'all' });
       await eventually(() => ring.verificationKey(first.kid) === undefined, 'the retired key is gone');
-      assert.equal(ring.refreshTokenMacKeys.byId(firstRefresh.id), undefined);
+      assert.equal(await ring.refreshTokenMacKeys.find(firstRefresh.id), undefined);
       assert.equal(ring.signingKey().kid, rotated.signing[0].kid);
       assert.equal(ring.verificationKey('unknown'), undefined);
     } finally {
@@ -61,6 +65,87 @@ describe('the key ring of a process', () => {
       assert.equal(ring.signingKey().kid, kid);
     } finally {
       ring.close();
+    }
+  });
+});
+
+describe('processes a poll apart', () => {
+  /** A process that will not look at the directory by itself during the test, and one opened after a rotation. */
+  async function behindAndAhead() {
+    const store = openKeyRingStore(mkdtempSync(join(tmpdir(), 'ring-')));
+    await generateKeys(store, { force: false });
+    const behind = await openKeyRing(store, { reloadMs: 3_600_000 });
+    const rotated = await rotateKeys(store);
+    const ahead = await openKeyRing(store, { reloadMs: 3_600_000 });
+    const close = () => {
+      behind.close();
+      ahead.close();
+    };
+    return { behind, ahead, rotated, close };
+  }
+
+  test('what a process already on the newer ring made is accepted by one that has not polled since', async () => {
+    const { behind, ahead, rotated, close } = await behindAndAhead();
+    try {
+      const tokens = (keys: typeof ahead) =>
+        createAccessTokenService({ keys, algorithm: 'RS256', issuer: 'x', audience: 'x', ttlSeconds: 60 });
+      const { token } = await tokens(ahead).issueAccessToken({
+        subject: { kind: 'client', id: 'svc' },
+        clientId: 'svc',
+        scope: 'api',
+      });
+      assert.equal(decodeJwtPart(token, 0).kid, rotated.signing[0].kid);
+      assert.equal((await tokens(behind).verifyAccessToken(token)).clientId, 'svc');
+      assert.equal(
+        behind.signingKey().kid,
+        rotated.signing[0].kid,
+        'and it signs with the new key from then on',
+      );
+
+      const sealed = createRequestSealer({ keys: ahead.refreshTokenMacKeys, ttlSeconds: 60 }).seal({
+        clientName: 'web',
+        redirectUri: 'https://app.example/cb',
+        scope: 'api',
+        state: null,
+        codeChallenge: 'c'.repeat(43),
+      });
+      const opened = await createRequestSealer({ keys: behind.refreshTokenMacKeys, ttlSeconds: 60 }).open(
+        sealed,
+      );
+      assert.equal(opened?.clientName, 'web');
+    } finally {
+      close();
+    }
+  });
+
+  test('a refresh token minted under the newer ring is consumed by a process that has not polled since', async () => {
+    const { behind, ahead, rotated, close } = await behindAndAhead();
+    try {
+      const store = new MemoryRefreshTokenStore();
+      const refreshTokens = (keys: typeof ahead) =>
+        createRefreshTokenService({ store, keys: keys.refreshTokenMacKeys, ttlSeconds: 60, leaseSeconds: 5 });
+      const token = await refreshTokens(ahead).issueRefreshToken({
+        clientId: 'web',
+        accountKind: 'user',
+        subject: 'someone',
+        scope: 'api',
+        credentialStamp: '',
+      });
+      assert.equal(token?.split('.')[2], rotated.refreshTokenMac[0].id);
+      assert.equal((await refreshTokens(behind).consumeRefreshToken(token ?? '')).outcome, 'consumed');
+    } finally {
+      close();
+    }
+  });
+
+  test('a key id no generation has is refused, the ring in force kept', async () => {
+    const { behind, ahead, close } = await behindAndAhead();
+    try {
+      assert.equal(await ahead.findVerificationKey('unknown'), undefined);
+      assert.equal(await ahead.refreshTokenMacKeys.find('unknown'), undefined);
+      assert.ok(await behind.findVerificationKey(ahead.signingKey().kid));
+    } finally {
+      close();
     }
   });
 });

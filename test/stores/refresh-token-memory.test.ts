@@ -17,7 +17,10 @@ const MAX_BYTES_PER_SESSION = 600;
 const MAX_GROWTH_PER_SESSION = 25;
 
 const key = randomBytes(32);
-const keys = { current: () => ({ id: 'k1', key }), byId: (id: string) => (id === 'k1' ? key : undefined) };
+const keys = {
+  current: () => ({ id: 'k1', key }),
+  find: async (id: string) => (id === 'k1' ? key : undefined),
+};
 
 async function usedMemory(redis: Redis): Promise<number> {
   const info = await redis.info('memory');
