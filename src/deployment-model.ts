@@ -7,16 +7,13 @@
  */
 
 /**
- * Which seed records have been seeded: one mark per record, taken before the record is
- * created and never taken back once it was, so that a seed record an operator removed is not
- * created again, by a restart or by another process seeding at the same time.
+ * Which seed records have been seeded: one mark per record, never taken back, so that a seed
+ * record an operator removed is not created again, by a restart or by another process.
  */
 export interface SeedLedger {
   /** Marks the record seeded and returns true; false when it was marked already (atomically: of concurrent calls one gets true). */
   claim(record: string): Promise<boolean>;
   has(record: string): Promise<boolean>;
-  /** Takes back a mark whose record could not be created, so that the next seeding tries again. */
-  release(record: string): Promise<void>;
 }
 
 /**

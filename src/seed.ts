@@ -96,9 +96,11 @@ export const seedLabel = (key: string): string => key.replace(':', ' ');
 
 /**
  * Creates each seed record the first time, and never again: a record is marked in the seed
- * ledger before it is created, so of several processes seeding at once exactly one creates it,
- * and one an operator removed later stays removed. Never touches a record that exists.
- * Returns the labels of the records it created.
+ * ledger once it exists, and a marked one is not created again, so one an operator removed
+ * stays removed. Of several processes seeding at once each creates what is not marked yet
+ * (createIfAbsent: exactly one of them does), so none of them goes on to serve before the seed
+ * records are there, and one that dies between a record and its mark leaves the mark to the
+ * next. Never touches a record that exists. Returns the labels of the records it created.
  *
  * A store that earlier versions seeded has no ledger. It holds the scope (they seeded it
  * first, and nothing removes a scope), unmarked: then every seed record counts as seeded, and
@@ -107,21 +109,19 @@ export const seedLabel = (key: string): string => key.replace(':', ' ');
  */
 export async function seed(stores: Stores, passwords: PasswordHasher): Promise<string[]> {
   const { seedLedger } = stores;
-  // In this order: the scope is created only after its mark, so a scope without a mark is old.
-  const seededBefore = (await SCOPE.present(stores)) && !(await seedLedger.has(SCOPE.key));
+  // In this order: the scope is marked before it is created, so a scope without a mark is old.
+  if ((await SCOPE.present(stores)) && !(await seedLedger.has(SCOPE.key))) {
+    for (const record of [...CLIENTS_AND_ACCOUNTS, SCOPE]) await seedLedger.claim(record.key);
+    return [];
+  }
   const created: string[] = [];
-  for (const record of seededBefore ? [...CLIENTS_AND_ACCOUNTS, SCOPE] : SEED_RECORDS) {
-    const claimed = await seedLedger.claim(record.key);
-    if (seededBefore) continue;
-    // No request succeeds without the scope: a process that died between its mark and its
-    // creation must not leave the service without it.
-    if (!claimed && record !== SCOPE) continue;
-    try {
-      if (await record.create(stores, passwords, false)) created.push(seedLabel(record.key));
-    } catch (error) {
-      if (claimed) await seedLedger.release(record.key).catch(() => undefined);
-      throw error;
-    }
+  await seedLedger.claim(SCOPE.key);
+  // Whoever marked it: no request succeeds without the scope, and nothing removes it.
+  if (await SCOPE.create(stores, passwords, false)) created.push(seedLabel(SCOPE.key));
+  for (const record of CLIENTS_AND_ACCOUNTS) {
+    if (await seedLedger.has(record.key)) continue;
+    if (await record.create(stores, passwords, false)) created.push(seedLabel(record.key));
+    await seedLedger.claim(record.key);
   }
   return created;
 }

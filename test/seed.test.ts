@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { newAccountRecord } from '../src/accounts/account-record.ts';
 import type { Account } from '../src/accounts/model.ts';
-import { createPasswordHasher } from '../src/accounts/password-hasher.ts';
+import { createPasswordHasher, type PasswordHasher } from '../src/accounts/password-hasher.ts';
 import { LEGACY_CLIENT_GRANTS } from '../src/oauth/model.ts';
 import { seed } from '../src/seed.ts';
 import type { Stores } from '../src/stores/stores.ts';
@@ -61,6 +62,36 @@ describe('seeding', () => {
       assert.deepEqual(await seed(stores, hasher), []);
       assert.equal(await stores.admins.findByIdentity('admin'), null);
       assert.equal(await stores.users.findByIdentity('user@example.com'), null);
+    } finally {
+      await stores.close();
+    }
+  });
+
+  test('a process seeding while another does returns only once every seed record is there', async () => {
+    const stores = await openTestStores({});
+    let hashing = () => {};
+    const firstHashes = new Promise<void>((resolve) => {
+      hashing = resolve;
+    });
+    // The first process is slow to hash the seed admin's password; the second starts meanwhile.
+    const slow: PasswordHasher = {
+      ...hasher,
+      async hash(password) {
+        hashing();
+        await delay(300);
+        return hasher.hash(password);
+      },
+    };
+    try {
+      const first = seed(stores, slow);
+      await firstHashes;
+      await seed(stores, hasher);
+      // The second process would serve from here on: sign-ins with the seed accounts work.
+      assert.ok(await stores.admins.findByIdentity('admin'), 'the seed admin is there');
+      assert.ok(await stores.users.findByIdentity('user@example.com'), 'the seed user is there');
+      await first;
+      assert.equal(await stores.admins.count({}), 1);
+      assert.equal(await stores.users.count({}), 1);
     } finally {
       await stores.close();
     }

@@ -13,8 +13,4 @@ export class MemorySeedLedger implements SeedLedger {
   async has(record: string): Promise<boolean> {
     return this.#claimed.has(record);
   }
-
-  async release(record: string): Promise<void> {
-    this.#claimed.delete(record);
-  }
 }

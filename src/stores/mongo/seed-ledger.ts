@@ -24,8 +24,4 @@ export class MongoSeedLedger implements SeedLedger {
   async has(record: string): Promise<boolean> {
     return (await this.#collection.findOne({ _id: record })) !== null;
   }
-
-  async release(record: string): Promise<void> {
-    await this.#collection.deleteOne({ _id: record });
-  }
 }
