@@ -10,8 +10,19 @@ import { type AnyRoute, defineRoute, type HeaderSpec, type Reply, type ResponseS
  */
 
 const PAGE = Type.String({ description: 'An HTML page' });
+const STYLESHEET_CACHING = 'public, max-age=3600';
 
-/** What every page is sent with (see pageHeaders). */
+const FIXED_PAGE_HEADERS = pageHeaders();
+const fixedPageHeader = (name: string, description: string): HeaderSpec => ({
+  description,
+  schema: Type.Literal(FIXED_PAGE_HEADERS[name] ?? ''),
+  required: true,
+});
+
+/**
+ * What every page is sent with (see pageHeaders). Documented, these are also the headers
+ * CONFIG_FILE cannot set for these routes.
+ */
 const PAGE_HEADERS: Record<string, HeaderSpec> = {
   'Content-Security-Policy': {
     description:
@@ -19,12 +30,11 @@ const PAGE_HEADERS: Record<string, HeaderSpec> = {
     schema: Type.String({ pattern: "^default-src 'none'; .*frame-ancestors 'none'" }),
     required: true,
   },
-  'X-Frame-Options': { description: 'No page is ever framed', schema: Type.Literal('DENY'), required: true },
-  'Cache-Control': {
-    description: 'Pages are never cached',
-    schema: Type.Literal('no-store'),
-    required: true,
-  },
+  'X-Frame-Options': fixedPageHeader('X-Frame-Options', 'No page is ever framed'),
+  'Cache-Control': fixedPageHeader('Cache-Control', 'Pages are never cached'),
+  Pragma: fixedPageHeader('Pragma', 'Pages are never cached, by HTTP/1.0 caches either'),
+  'Referrer-Policy': fixedPageHeader('Referrer-Policy', 'The page address goes to no other site'),
+  'X-Content-Type-Options': fixedPageHeader('X-Content-Type-Options', 'A page is HTML, never sniffed'),
 };
 
 const page = (description: string): ResponseSpec => ({
@@ -157,13 +167,20 @@ export const authorizeRoutes: readonly AnyRoute[] = [
         description: 'CSS',
         schema: Type.String({ description: 'A stylesheet' }),
         contentType: 'text/css',
+        headers: {
+          'Cache-Control': {
+            description: 'Browsers and caches may keep it for an hour',
+            schema: Type.Literal(STYLESHEET_CACHING),
+            required: true,
+          },
+        },
       },
     },
     handler: () => ({
       status: 200,
       contentType: 'text/css; charset=utf-8',
       text: STYLESHEET,
-      headers: { 'Cache-Control': 'public, max-age=3600' },
+      headers: { 'Cache-Control': STYLESHEET_CACHING },
     }),
   }),
 ];
