@@ -20,6 +20,21 @@ import { resolveScope } from './scope.ts';
 import type { AuthorizationRequest, RequestSealer } from './sealed-request.ts';
 
 /**
+ * The longest `state` and `scope` the endpoint takes. Everything it seals into the sign-in
+ * form is bounded so that the largest request it accepts still fits the seal
+ * (MAX_SEALED_LENGTH, 16,000 base64url characters, i.e. 12,000 bytes of JSON): in JSON, at
+ * worst, the client name takes 2 × 64 bytes, the redirect URI 2 × 2,000 (its `\` escaped),
+ * the scope 2 × 1,000, the state 2 × 2,048 (a visible ASCII character is one byte, `"` and `\`
+ * two), the challenge, id, expiry and member names under 200: about 10,400 bytes. A request
+ * that would not fit is refused before any form is shown, never after the password.
+ */
+export const MAX_STATE_LENGTH = 2048;
+export const MAX_SCOPE_LENGTH = 1000;
+
+/** RFC 6749 Appendix A.5: `state` is 1*VSCHAR, visible ASCII and the space. */
+const STATE = new RegExp(`^[\\x20-\\x7e]{1,${MAX_STATE_LENGTH}}$`);
+
+/**
  * The authorization endpoint (RFC 6749 §4.1.1, §4.1.2) for first-party apps: it checks the
  * request, asks for the password on a sign-in form, and sends the browser back to the app
  * with a code. There is no consent step (every client is registered by a superuser) and no
@@ -111,7 +126,13 @@ export function createAuthorizationEndpoint(deps: {
         checked = await checkRequest(client, query);
       } catch (error) {
         if (!(error instanceof Problem) || error.oauthError === undefined) throw error;
-        return redirect(redirectUri, { error: error.oauthError, error_description: error.detail, state });
+        // A state the endpoint refuses is not handed back: it could be anything, of any length.
+        const returned = state !== null && STATE.test(state) ? state : null;
+        return redirect(redirectUri, {
+          error: error.oauthError,
+          error_description: error.detail,
+          state: returned,
+        });
       }
       return signInForm(client, { clientName: client.name, redirectUri, state, ...checked });
     },
@@ -160,6 +181,13 @@ export function createAuthorizationEndpoint(deps: {
     // §3.1: no parameter may be repeated.
     for (const name of new Set(query.keys()))
       if (query.getAll(name).length > 1) throw new InvalidRequest(`Parameter ${name} must not be repeated`);
+    const state = once(query, 'state');
+    if (state !== null && !STATE.test(state))
+      throw new InvalidRequest(
+        `state must be at most ${MAX_STATE_LENGTH} visible ASCII characters (RFC 6749 Appendix A.5)`,
+      );
+    if ((once(query, 'scope') ?? '').length > MAX_SCOPE_LENGTH)
+      throw new InvalidRequest(`scope must be at most ${MAX_SCOPE_LENGTH} characters`);
     const responseType = once(query, 'response_type');
     if (responseType === null) throw new InvalidRequest('Missing parameter: response_type');
     if (responseType !== 'code') throw new UnsupportedResponseType();

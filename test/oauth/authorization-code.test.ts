@@ -7,6 +7,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { MAX_SCOPE_LENGTH, MAX_STATE_LENGTH } from '../../src/oauth/authorization.ts';
+import { MAX_CLIENT_NAME_LENGTH } from '../../src/oauth/client-schemas.ts';
+import { MAX_REDIRECT_URI_LENGTH } from '../../src/oauth/redirect-uri.ts';
 import { PASSWORD, storeAccount } from '../accounts/fixtures.ts';
 import {
   authorizationCode,
@@ -601,6 +604,82 @@ for (const backend of backends())
       });
     });
   });
+
+describe('the largest authorization request', () => {
+  let server: TestServer;
+  /** A client whose every sealed field is as long as the rules allow, in characters JSON escapes. */
+  let largest: { name: string; redirectUri: string; scope: string };
+  before(async () => {
+    server = await startTestServer();
+    const superuser = await superuserToken(server.url);
+    const base = 'https://app.example.test/cb?';
+    largest = {
+      name: `x${randomUUID().replaceAll('-', '')}`.padEnd(MAX_CLIENT_NAME_LENGTH, 'x'),
+      redirectUri: base + '\\'.repeat(MAX_REDIRECT_URI_LENGTH - base.length),
+      scope: '',
+    };
+    await registerClient(server.url, superuser, {
+      name: largest.name,
+      type: 'public',
+      redirectUris: [largest.redirectUri, SPA_REDIRECT],
+    });
+    // Registered scopes whose names, space-separated, fill the scope parameter exactly.
+    const names = Array.from({ length: 10 }, (_, index) => `scope-${index}-`.padEnd(99, 's'));
+    names.push('t'.repeat(MAX_SCOPE_LENGTH - names.join(' ').length - 1));
+    for (const name of names) await server.app.stores.scopes.createIfAbsent({ name, description: name });
+    largest.scope = names.join(' ');
+    assert.equal(largest.scope.length, MAX_SCOPE_LENGTH);
+  });
+  after(() => server.close());
+
+  const query = (challenge: string, overrides: Record<string, string | null>) =>
+    authorizationQuery(largest.name, challenge, {
+      redirect_uri: largest.redirectUri,
+      scope: largest.scope,
+      ...overrides,
+    });
+
+  test('at every bound, the sign-in page can be posted and finishes with a code and the state', async () => {
+    const state = '"\\'.repeat(MAX_STATE_LENGTH / 2);
+    const { verifier, challenge } = pkce();
+    const page = await openAuthorization(server.url, query(challenge, { state }));
+    assert.equal(page.status, 200, page.html);
+    const signedIn = await postSignIn(server.url, { csrf_token: csrfTokenOf(page.html), ...SEEDED_USER });
+    assert.equal(signedIn.status, 303, signedIn.html);
+    const parameters = redirectParameters(signedIn.location);
+    assert.equal(parameters.get('state'), state);
+    const tokens = await exchangeCode(server.url, {
+      client_id: largest.name,
+      code: parameters.get('code') ?? '',
+      redirect_uri: largest.redirectUri,
+      code_verifier: verifier,
+    });
+    assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
+  });
+
+  for (const [name, overrides, stateBack] of [
+    ['a state one character too long', { state: 'a'.repeat(MAX_STATE_LENGTH + 1) }, null],
+    // The shape that made a form nobody could post: the request fits the server's limits.
+    [
+      'a state of 12,000 characters',
+      { state: 'a'.repeat(12_000), redirect_uri: SPA_REDIRECT, scope: 'api' },
+      null,
+    ],
+    ['a state with a control character', { state: 'a\u0001b' }, null],
+    ['a state beyond ASCII', { state: 'zurück' }, null],
+    ['a scope one character too long', { scope: `api ${'a'.repeat(MAX_SCOPE_LENGTH)}` }, 'state-of-the-app'],
+  ] as const) {
+    test(`${name}: invalid_request back to the app before any form`, async () => {
+      const page = await openAuthorization(server.url, query(pkce().challenge, overrides));
+      assert.equal(page.status, 303, page.html);
+      assert.doesNotMatch(page.html, /<form/);
+      const parameters = redirectParameters(page.location);
+      assert.equal(parameters.get('error'), 'invalid_request');
+      assert.equal(parameters.get('state'), stateBack, 'a refused state is not handed back');
+      assert.equal(parameters.get('code'), null);
+    });
+  }
+});
 
 describe('an expired authorization code', () => {
   let server: TestServer;

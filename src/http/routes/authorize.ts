@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import type { AuthorizationStep } from '../../oauth/authorization.ts';
+import { type AuthorizationStep, MAX_SCOPE_LENGTH, MAX_STATE_LENGTH } from '../../oauth/authorization.ts';
 import { HTML, HTML_MEDIA_TYPE, pageHeaders, STYLESHEET, STYLESHEET_PATH } from '../pages/page.ts';
 import { AUTHORIZE_PATH, signInPage } from '../pages/sign-in.ts';
 import { type AnyRoute, defineRoute, type HeaderSpec, type Reply, type ResponseSpec } from '../route.ts';
@@ -72,8 +72,18 @@ const AuthorizationQuery = Type.Object({
     description:
       "One of the client's redirect URIs, exactly (for http://127.0.0.1 and http://[::1], any port)",
   }),
-  scope: Type.String({ description: 'Space-delimited scopes; the only registered scope is `api`' }),
-  state: Type.Optional(Type.String({ description: 'Handed back untouched in the redirect' })),
+  scope: Type.String({
+    maxLength: MAX_SCOPE_LENGTH,
+    description: 'Space-delimited scopes; the only registered scope is `api`',
+  }),
+  state: Type.Optional(
+    Type.String({
+      maxLength: MAX_STATE_LENGTH,
+      pattern: '^[ -~]+$',
+      description:
+        'Handed back untouched in the redirect; visible ASCII and the space (RFC 6749 Appendix A.5)',
+    }),
+  ),
   code_challenge: Type.String({
     pattern: '^[A-Za-z0-9_-]{43}$',
     description: 'RFC 7636: BASE64URL(SHA256(code_verifier))',
