@@ -27,7 +27,7 @@ export const RedirectUris = Type.Array(Type.String({ minLength: 1, maxLength: MA
   uniqueItems: true,
   description:
     'Exact redirect URIs of the authorization code grant: https, or http://127.0.0.1 or http://[::1] ' +
-    '(any port) for a native app',
+    '(any port) for a native app; the host a DNS name or an IP address, no port 0, no fragment',
   errorMessage: 'Must be a list of at most 20 distinct URIs',
 });
 

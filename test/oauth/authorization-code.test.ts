@@ -182,6 +182,7 @@ for (const backend of backends())
         });
         assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
         for (const other of [
+          'http://127.0.0.1:0/callback',
           'http://127.0.0.1:53124/other',
           'http://localhost:53124/callback',
           'http://127.0.0.2:53124/callback',
@@ -249,6 +250,29 @@ for (const backend of backends())
           assert.equal(page.headers.get('x-frame-options'), 'DENY');
         });
       }
+
+      test('a redirect URI stored under older rules, whose host would break the page CSP', async () => {
+        const uri = "https://a;b'c.example.test/cb";
+        const name = `legacy-${randomUUID()}`;
+        const at = new Date();
+        await server.app.stores.clients.createIfAbsent({
+          id: randomUUID(),
+          name,
+          type: 'public',
+          secretDigest: null,
+          accountKind: 'user',
+          redirectUris: [uri],
+          grants: ['authorization_code'],
+          createdAt: at,
+          updatedAt: at,
+        });
+        const page = await openAuthorization(
+          server.url,
+          authorizationQuery(name, pkce().challenge, { redirect_uri: uri }),
+        );
+        assertRefusedOnThePage(page, /redirect_uri is not registered/);
+        assert.doesNotMatch(page.headers.get('content-security-policy') ?? '', /example\.test/);
+      });
 
       test("a client without redirect URIs (the password grant's frontend)", async () => {
         const page = await openAuthorization(
