@@ -519,6 +519,36 @@ for (const backend of backends())
         );
       });
 
+      test('a code whose redirect URI the client no longer registers is invalid_grant, and stays usable', async () => {
+        const app = await registerClient(server.url, superuser, {
+          name: `moving-${randomUUID()}`,
+          type: 'public',
+          redirectUris: [SPA_REDIRECT, 'https://app.example.test/other'],
+        });
+        const { verifier, code } = await freshCode(app);
+        const change = (redirectUris: string[]) =>
+          request(server.url, 'PATCH', `/oauth-clients/${app.name}`, {
+            token: superuser,
+            json: { redirectUris },
+          });
+        assert.equal((await change(['https://app.example.test/other'])).status, 200);
+        const refused = await exchangeCode(server.url, {
+          client_id: app.name,
+          code,
+          code_verifier: verifier,
+        });
+        assert.equal(refused.status, 400);
+        assert.equal(refused.body.error, 'invalid_grant');
+        assert.match(String(refused.body.error_description), /no longer registered/);
+        assert.equal((await change([SPA_REDIRECT])).status, 200);
+        const exchanged = await exchangeCode(server.url, {
+          client_id: app.name,
+          code,
+          code_verifier: verifier,
+        });
+        assert.equal(exchanged.status, 200, JSON.stringify(exchanged.body));
+      });
+
       test("another client's code is invalid_grant", async () => {
         const { verifier, code } = await freshCode(web);
         const stolen = await exchangeCode(server.url, { client_id: spa.name, code, code_verifier: verifier });
