@@ -348,6 +348,7 @@ export const SETTINGS = {
     notes:
       'With a list, every answer varies by `Origin`; `*` answers every origin alike. Script of an ' +
       'allowed origin may read `Location`, `WWW-Authenticate`, `Deprecation`, `Sunset` and `Link`. ' +
+      'The sign-in page (`/security/authorize`) answers no origin: it is for top-level navigation. ' +
       'Browsers cache a preflight for `cors.maxAge` of [`CONFIG_FILE`](#the-config_file).',
     example: 'https://app.example.com',
     envFile: 'commented',
