@@ -138,18 +138,19 @@ export function createAuthorizationEndpoint(deps: {
     },
 
     /**
-     * `POST /security/authorize`: the form's one-time value is used up whatever the outcome.
-     * The password is checked as the password grant checks it (same store, same message,
-     * same time for unknown accounts); a refusal shows the form again with a new value, for
-     * the same request.
+     * `POST /security/authorize`. The password is checked as the password grant checks it
+     * (same store, same message, same time for unknown accounts); a refusal shows the form
+     * again with a new value, for the same request.
+     *
+     * The form's one-time value is used up by every post whose password was checked, right or
+     * wrong, and by nothing before: the claim is the last step that can fail, after every read
+     * and after the code is saved, so a post refused earlier, or cut short by an outage (503),
+     * can be sent again. (A code saved for a post whose claim then loses is never handed out.)
      */
     async signIn(attempt: SignInAttempt): Promise<AuthorizationStep> {
       const sealed = sealer.open(attempt.csrfToken);
-      if (!sealed || !(await store.useOnce(sealed.id, sealed.expiresAt)))
-        throw new InvalidAuthorizationRequest(
-          'This sign-in form has expired or was already used. Go back to the application and sign in again.',
-        );
-      const { id: _id, expiresAt: _expiresAt, ...request } = sealed;
+      if (!sealed) throw new StaleSignInForm();
+      const { id, expiresAt, ...request } = sealed;
       // The client may have been changed or deleted while the form was open.
       const client = await clients.findByName(request.clientName);
       if (
@@ -158,17 +159,20 @@ export function createAuthorizationEndpoint(deps: {
       )
         throw new InvalidAuthorizationRequest('The application no longer accepts this sign-in');
       const session = await sessions.start(client.accountKind, attempt.username, attempt.password);
-      if (!session)
+      const code =
+        session &&
+        (await codes.issueCode({
+          clientId: client.id,
+          redirectUri: request.redirectUri,
+          codeChallenge: request.codeChallenge,
+          accountKind: client.accountKind,
+          subject: session.account.id,
+          scope: request.scope,
+          credentialStamp: session.credentialStamp,
+        }));
+      if (!(await store.useOnce(id, expiresAt))) throw new StaleSignInForm();
+      if (!code)
         return signInForm(client, request, { error: 'Invalid credentials', username: attempt.username });
-      const code = await codes.issueCode({
-        clientId: client.id,
-        redirectUri: request.redirectUri,
-        codeChallenge: request.codeChallenge,
-        accountKind: client.accountKind,
-        subject: session.account.id,
-        scope: request.scope,
-        credentialStamp: session.credentialStamp,
-      });
       return redirect(request.redirectUri, { code, state: request.state });
     },
   };
@@ -200,6 +204,13 @@ export function createAuthorizationEndpoint(deps: {
       throw new InvalidRequest('code_challenge must be the 43-character BASE64URL(SHA256(code_verifier))');
     const scope = await resolveScope(once(query, 'scope') ?? '', scopes);
     return { scope, codeChallenge };
+  }
+}
+
+/** A form value that is not one the service sealed, has expired, or was posted before. */
+class StaleSignInForm extends InvalidAuthorizationRequest {
+  constructor() {
+    super('This sign-in form has expired or was already used. Go back to the application and sign in again.');
   }
 }
 

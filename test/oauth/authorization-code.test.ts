@@ -438,6 +438,21 @@ for (const backend of backends())
         assertRefusedOnThePage(replayed, /expired or was already used/);
       });
 
+      test('a post refused before its password is checked leaves the form usable', async () => {
+        const page = await openAuthorization(server.url, authorizationQuery(spa.name, pkce().challenge));
+        const value = csrfTokenOf(page.html);
+        const incompletes: Record<string, string>[] = [
+          { csrf_token: value, username: user.username },
+          { csrf_token: value, ...user, remember: 'yes' },
+          { csrf_token: value, username: 'x'.repeat(321), password: user.password },
+        ];
+        for (const incomplete of incompletes) {
+          const refused = await postSignIn(server.url, incomplete);
+          assertRefusedOnThePage(refused, /The request body is invalid/);
+        }
+        assert.equal((await postSignIn(server.url, { csrf_token: value, ...user })).status, 303);
+      });
+
       test('the form takes application/x-www-form-urlencoded only', async () => {
         const response = await fetch(`${server.url}/security/authorize`, {
           method: 'POST',

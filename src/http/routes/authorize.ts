@@ -94,7 +94,8 @@ const AuthorizationQuery = Type.Object({
 const SignInBody = Type.Object(
   {
     csrf_token: Type.String({
-      description: 'The one-time value of the form: names the authorization request, used up by this post',
+      description:
+        'The one-time value of the form: names the authorization request, used up once this post has checked the password',
     }),
     username: Type.String({ minLength: 1, maxLength: 320 }),
     password: Type.String({ minLength: 1, maxLength: 1024 }),
