@@ -178,7 +178,9 @@ export const SETTINGS = {
     default: 'http://localhost:8080',
     notes:
       'A trailing `/` is dropped. Behind nginx it is the `https://` address clients use; changing ' +
-      'it makes every access token already issued invalid (its `iss` and `aud` no longer match).',
+      'it makes every access token already issued invalid (its `iss` and `aud` no longer match). ' +
+      'Its origin is the only one the sign-in page takes its form from: browsers must reach the ' +
+      'page at this address.',
     example: 'https://localhost',
     envFile: 'set',
     describesService: true,

@@ -1,5 +1,6 @@
 import type { Sessions } from '../accounts/sessions.ts';
 import {
+  Forbidden,
   InvalidAuthorizationRequest,
   InvalidRequest,
   Problem,
@@ -67,6 +68,24 @@ export interface SignInAttempt {
   csrfToken: string;
   username: string;
   password: string;
+  /** Where the browser says the post comes from: its `Origin` and `Sec-Fetch-Site` headers. */
+  sentFrom: { origin: string | undefined; fetchSite: string | undefined };
+}
+
+/**
+ * Login CSRF: a page of another site posting the form, with a value it fetched itself, would
+ * sign the person's browser in to the attacker's account. Only the service's own page posts
+ * the form, so a browser that says where a post comes from must say it is this origin: a
+ * `Sec-Fetch-Site` other than `same-origin` (or `none`, a person's own doing) is refused, and so
+ * is an `Origin` other than APP_URL's, `null` included (sent by sandboxed frames and pages
+ * that hide their origin, which an attacker can choose). `same-site` is refused too: a
+ * sibling subdomain is another application. A post that says neither is no browser's, or a
+ * browser too old to say; the one-time value still guards it.
+ */
+function isCrossSitePost(sentFrom: SignInAttempt['sentFrom'], ownOrigin: string): boolean {
+  const { origin, fetchSite } = sentFrom;
+  if (fetchSite !== undefined && fetchSite !== 'same-origin' && fetchSite !== 'none') return true;
+  return origin !== undefined && origin !== ownOrigin;
 }
 
 export type AuthorizationEndpoint = ReturnType<typeof createAuthorizationEndpoint>;
@@ -82,6 +101,8 @@ export function createAuthorizationEndpoint(deps: {
   issuer: string;
 }) {
   const { clients, scopes, sessions, sealer, store, codes, issuer } = deps;
+  /** The origin of APP_URL, where the sign-in page is served. */
+  const ownOrigin = new URL(issuer).origin;
 
   /** The form that continues the request, with a new one-time value. */
   function signInForm(
@@ -148,6 +169,10 @@ export function createAuthorizationEndpoint(deps: {
      * can be sent again. (A code saved for a post whose claim then loses is never handed out.)
      */
     async signIn(attempt: SignInAttempt): Promise<AuthorizationStep> {
+      if (isCrossSitePost(attempt.sentFrom, ownOrigin))
+        throw new Forbidden(
+          'This sign-in form was sent from another site. Go back to the application and sign in again.',
+        );
       const sealed = sealer.open(attempt.csrfToken);
       if (!sealed) throw new StaleSignInForm();
       const { id, expiresAt, ...request } = sealed;

@@ -205,7 +205,8 @@ for (const backend of backends())
         assert.equal(page.headers.get('x-frame-options'), 'DENY');
         assert.equal(page.headers.get('cache-control'), 'no-store');
         assert.equal(page.headers.get('x-content-type-options'), 'nosniff');
-        assert.equal(page.headers.get('referrer-policy'), 'no-referrer');
+        // Nothing of the page's address reaches another site; its own form says where it comes from.
+        assert.equal(page.headers.get('referrer-policy'), 'same-origin');
         assert.equal(page.headers.get('content-type'), 'text/html; charset=utf-8');
         const css = await fetch(`${server.url}/security/sign-in.css`);
         assert.equal(css.status, 200);
@@ -451,6 +452,47 @@ for (const backend of backends())
           assertRefusedOnThePage(refused, /The request body is invalid/);
         }
         assert.equal((await postSignIn(server.url, { csrf_token: value, ...user })).status, 303);
+      });
+
+      test('a post another site sends is refused before the form is used, whatever its password (login CSRF)', async () => {
+        const page = await openAuthorization(server.url, authorizationQuery(spa.name, pkce().challenge));
+        const form = { csrf_token: csrfTokenOf(page.html), ...user };
+        const foreign: Record<string, string>[] = [
+          { 'Sec-Fetch-Site': 'cross-site' },
+          { 'Sec-Fetch-Site': 'cross-site', Origin: ISSUER },
+          { 'Sec-Fetch-Site': 'same-site', Origin: 'https://other.issuer.example.test' },
+          { Origin: 'https://evil.example' },
+          { Origin: 'null' },
+          { Origin: `${ISSUER}:8443` },
+          { Origin: ISSUER.replace('https:', 'http:') },
+        ];
+        for (const headers of foreign) {
+          const refused = await postSignIn(server.url, form, headers);
+          assert.equal(refused.status, 403, JSON.stringify(headers));
+          assert.equal(refused.location, null);
+          assert.match(refused.html, /sent from another site/);
+        }
+        const ours = { Origin: ISSUER, 'Sec-Fetch-Site': 'same-origin' };
+        const signedIn = await postSignIn(server.url, form, ours);
+        assert.equal(signedIn.status, 303, signedIn.html);
+      });
+
+      test('a post from the page itself, or from no browser, signs in', async () => {
+        const own: Record<string, string>[] = [
+          { 'Sec-Fetch-Site': 'same-origin' },
+          { 'Sec-Fetch-Site': 'none' },
+          { Origin: ISSUER },
+          {},
+        ];
+        for (const headers of own) {
+          const page = await openAuthorization(server.url, authorizationQuery(spa.name, pkce().challenge));
+          const signedIn = await postSignIn(
+            server.url,
+            { csrf_token: csrfTokenOf(page.html), ...user },
+            headers,
+          );
+          assert.equal(signedIn.status, 303, JSON.stringify(headers));
+        }
       });
 
       test('the form takes application/x-www-form-urlencoded only', async () => {

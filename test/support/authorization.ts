@@ -97,11 +97,16 @@ export function csrfTokenOf(html: string): string {
   return match[1];
 }
 
-export async function postSignIn(baseUrl: string, form: Record<string, string>): Promise<PageAnswer> {
+/** Posts the sign-in form; `headers` as a browser would add them (`Origin`, `Sec-Fetch-Site`). */
+export async function postSignIn(
+  baseUrl: string,
+  form: Record<string, string>,
+  headers: Record<string, string> = {},
+): Promise<PageAnswer> {
   return answer(
     await fetch(`${baseUrl}/security/authorize`, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...headers },
       body: new URLSearchParams(form).toString(),
       redirect: 'manual',
     }),

@@ -103,6 +103,11 @@ const SignInBody = Type.Object(
   { additionalProperties: false, description: 'The sign-in form, as the browser posts it' },
 );
 
+/** A request header as one string: Node joins a repeated one with commas (set-cookie aside). */
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
 function reply(step: AuthorizationStep): Reply {
   if (step.outcome === 'redirect')
     // 303: the browser follows with a GET, never posting the password again (RFC 9700 §4.12).
@@ -155,14 +160,19 @@ export const authorizeRoutes: readonly AnyRoute[] = [
         'Invalid credentials: the form again, for the same request; or a page saying the form expired, ' +
           'was used already or is incomplete',
       ),
+      403: page(
+        'The form was posted from another site: a `Sec-Fetch-Site` other than `same-origin`, or an ' +
+          '`Origin` other than that of APP_URL (login CSRF)',
+      ),
       ...FAILURE_PAGES,
     },
-    handler: async ({ body }, { authorization }) =>
+    handler: async ({ body, req }, { authorization }) =>
       reply(
         await authorization.signIn({
           csrfToken: body.csrf_token,
           username: body.username,
           password: body.password,
+          sentFrom: { origin: req.headers.origin, fetchSite: headerValue(req.headers['sec-fetch-site']) },
         }),
       ),
   }),
