@@ -8,14 +8,13 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MAX_SCOPE_LENGTH, MAX_STATE_LENGTH } from '../../src/oauth/authorization.ts';
-import { MAX_CLIENT_NAME_LENGTH } from '../../src/oauth/client-schemas.ts';
-import { MAX_REDIRECT_URI_LENGTH } from '../../src/oauth/redirect-uri.ts';
 import { PASSWORD, storeAccount } from '../accounts/fixtures.ts';
 import {
   authorizationCode,
   authorizationQuery,
   csrfTokenOf,
   exchangeCode,
+  type LargestRequest,
   openAuthorization,
   type PageAnswer,
   pkce,
@@ -23,6 +22,7 @@ import {
   type RegisteredClient,
   redirectParameters,
   registerClient,
+  registerLargestRequest,
   SPA_REDIRECT,
   superuserToken,
 } from '../support/authorization.ts';
@@ -718,40 +718,22 @@ for (const backend of backends())
 
 describe('the largest authorization request', () => {
   let server: TestServer;
-  /** A client whose every sealed field is as long as the rules allow, in characters JSON escapes. */
-  let largest: { name: string; redirectUri: string; scope: string };
+  let largest: LargestRequest;
   before(async () => {
     server = await startTestServer();
-    const superuser = await superuserToken(server.url);
-    const base = 'https://app.example.test/cb?';
-    largest = {
-      name: `x${randomUUID().replaceAll('-', '')}`.padEnd(MAX_CLIENT_NAME_LENGTH, 'x'),
-      redirectUri: base + '\\'.repeat(MAX_REDIRECT_URI_LENGTH - base.length),
-      scope: '',
-    };
-    await registerClient(server.url, superuser, {
-      name: largest.name,
-      type: 'public',
-      redirectUris: [largest.redirectUri, SPA_REDIRECT],
-    });
-    // Registered scopes whose names, space-separated, fill the scope parameter exactly.
-    const names = Array.from({ length: 10 }, (_, index) => `scope-${index}-`.padEnd(99, 's'));
-    names.push('t'.repeat(MAX_SCOPE_LENGTH - names.join(' ').length - 1));
-    for (const name of names) await server.app.stores.scopes.createIfAbsent({ name, description: name });
-    largest.scope = names.join(' ');
-    assert.equal(largest.scope.length, MAX_SCOPE_LENGTH);
+    largest = await registerLargestRequest(server, await superuserToken(server.url));
   });
   after(() => server.close());
 
   const query = (challenge: string, overrides: Record<string, string | null>) =>
-    authorizationQuery(largest.name, challenge, {
+    authorizationQuery(largest.clientName, challenge, {
       redirect_uri: largest.redirectUri,
       scope: largest.scope,
       ...overrides,
     });
 
   test('at every bound, the sign-in page can be posted and finishes with a code and the state', async () => {
-    const state = '"\\'.repeat(MAX_STATE_LENGTH / 2);
+    const { state } = largest;
     const { verifier, challenge } = pkce();
     const page = await openAuthorization(server.url, query(challenge, { state }));
     assert.equal(page.status, 200, page.html);
@@ -760,7 +742,7 @@ describe('the largest authorization request', () => {
     const parameters = redirectParameters(signedIn.location);
     assert.equal(parameters.get('state'), state);
     const tokens = await exchangeCode(server.url, {
-      client_id: largest.name,
+      client_id: largest.clientName,
       code: parameters.get('code') ?? '',
       redirect_uri: largest.redirectUri,
       code_verifier: verifier,
