@@ -33,7 +33,7 @@ export async function createApplication(
     extraRoutes?: readonly AnyRoute[];
   },
 ): Promise<Application> {
-  assertConfiguredRoutesExist(config);
+  assertConfigurationFitsRoutes(config);
   const services = await openServices(config, { log: options.log, hashThreads: options.hashThreads });
   const created = await seed(services.stores, services.passwords);
   if (created.length > 0) options.log(`Seeded ${created.join(', ')}`);
@@ -77,19 +77,36 @@ function requestFacts(
 }
 
 /**
- * A route name in CONFIG_FILE that names no route (`npm run cli -- route:list` lists them)
- * would be ignored without a word. Any route counts, including those of grants switched off.
+ * What CONFIG_FILE says per route must fit the routes. A route name that names no route
+ * (`npm run cli -- route:list` lists them) would be ignored without a word; so would a header
+ * the route sets itself (those its responses document: `Cache-Control` on the token routes,
+ * `Content-Security-Policy` on the sign-in page, ...), since the route's own value wins. Any
+ * route counts, including those of grants switched off.
  */
-function assertConfiguredRoutesExist(config: Config): void {
-  const known = new Set(routeTable(new Set(GRANT_TYPES)).map((route) => route.name));
-  for (const [member, routes] of [
+function assertConfigurationFitsRoutes(config: Config): void {
+  const routes = routeTable(new Set(GRANT_TYPES));
+  const known = new Set(routes.map((route) => route.name));
+  for (const [member, names] of [
     ['responseHeaders', Object.keys(config.responseHeaders)],
     ['deprecations', Object.keys(config.deprecations)],
   ] as const) {
-    const unknown = routes.find(
-      (route) => !known.has(route) && !(route === '*' && member === 'responseHeaders'),
-    );
+    const unknown = names.find((name) => !known.has(name) && !(name === '*' && member === 'responseHeaders'));
     if (unknown !== undefined)
       throw new ConfigError('CONFIG_FILE', `${member}.${unknown}: no route has this name (see route:list)`);
+  }
+  for (const [name, headers] of Object.entries(config.responseHeaders)) {
+    const own = new Set(
+      routes
+        .filter((route) => route.name === name)
+        .flatMap((route) => Object.values(route.responses))
+        .flatMap((response) => Object.keys(response.headers ?? {}))
+        .map((header) => header.toLowerCase()),
+    );
+    const taken = Object.keys(headers).find((header) => own.has(header.toLowerCase()));
+    if (taken !== undefined)
+      throw new ConfigError(
+        'CONFIG_FILE',
+        `responseHeaders.${name}.${taken}: this route sets this header itself (its own value would win)`,
+      );
   }
 }

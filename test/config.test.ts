@@ -79,6 +79,60 @@ describe('configuration', () => {
     });
   }
 
+  test('CONFIG_FILE refuses framing, hop-by-hop and service-owned headers, in any case, naming the member', () => {
+    const refused = [
+      'Content-Length',
+      'transfer-encoding',
+      'Connection',
+      'KEEP-ALIVE',
+      'Upgrade',
+      'Host',
+      'TE',
+      'Trailer',
+      'Proxy-Authenticate',
+      'Proxy-Connection',
+      'Content-Encoding',
+      'Date',
+      'Content-Type',
+      'Location',
+      'WWW-Authenticate',
+      'Allow',
+      'Set-Cookie',
+      'Access-Control-Allow-Origin',
+      'access-control-allow-credentials',
+      'Deprecation',
+      'Sunset',
+      'Link',
+    ];
+    for (const route of ['*', 'home'])
+      for (const header of refused) {
+        const member = `responseHeaders.${route}.${header}`;
+        assert.throws(
+          () =>
+            loadConfig({ CONFIG_FILE: configFile({ responseHeaders: { [route]: { [header]: '3' } } }) }, pkg),
+          (error: unknown) =>
+            error instanceof ConfigError && error.message.includes(`CONFIG_FILE ${member}:`),
+          member,
+        );
+      }
+  });
+
+  test('CONFIG_FILE still sets the headers the service leaves to the operator', () => {
+    const headers = {
+      'X-Frame-Options': 'DENY',
+      'Cache-Control': 'no-cache',
+      'Content-Security-Policy': "default-src 'none'",
+      Vary: 'Accept',
+      'Strict-Transport-Security': 'max-age=63072000',
+    };
+    const config = loadConfig(
+      { CONFIG_FILE: configFile({ responseHeaders: { '*': headers, home: headers } }) },
+      pkg,
+    );
+    assert.deepEqual(config.responseHeaders.home, headers);
+    assert.equal(config.responseHeaders['*']?.['X-Content-Type-Options'], 'nosniff');
+  });
+
   test('MONGODB_URL: every connection string the driver accepts passes unchanged', () => {
     for (const url of [
       'mongodb://127.0.0.1:27017/tokenservice?directConnection=true',

@@ -47,6 +47,50 @@ const CONFIG_FILE_SCHEMA = Type.Object(
 type ConfigFile = Static<typeof CONFIG_FILE_SCHEMA>;
 const configFileShape = compileValidator<ConfigFile>(CONFIG_FILE_SCHEMA);
 
+/**
+ * Response headers CONFIG_FILE may set on no route, by lower-cased name, with the reason. A
+ * static value of a framing or hop-by-hop header (RFC 9110 §7.6.1, RFC 9112 §6) makes every
+ * answer lie about its own length or connection and desynchronises the connections a proxy
+ * keeps open; the others are set by the service itself, answer by answer, or by another part
+ * of the configuration. (Headers a single route sets, such as `Cache-Control` on the token
+ * routes, are refused for that route where routes and configuration meet, in app.ts.)
+ */
+const UNCONFIGURABLE_HEADERS: Readonly<Record<string, string>> = {
+  ...Object.fromEntries(
+    [
+      'connection',
+      'keep-alive',
+      'proxy-connection',
+      'transfer-encoding',
+      'te',
+      'trailer',
+      'upgrade',
+      'http2-settings',
+      'content-length',
+      'content-encoding',
+      'content-range',
+      'host',
+      'date',
+    ].map((name) => [name, 'frames the message or the connection, which only the HTTP server does']),
+  ),
+  'content-type': 'is set by the service for each answer',
+  location: 'is set by the service for each answer',
+  'www-authenticate': 'is set by the service for each answer',
+  allow: 'is set by the service for each answer',
+  'set-cookie': 'is not for a static value: the service sets no cookie',
+  deprecation: 'comes from the deprecations member',
+  sunset: 'comes from the deprecations member',
+  link: 'comes from the deprecations member',
+};
+
+/** Why a configured header cannot be set on any route, or undefined when it can. */
+function whyUnconfigurable(name: string): string | undefined {
+  const lower = name.toLowerCase();
+  if (lower.startsWith('proxy-')) return 'is a proxy header, which only proxies set';
+  if (lower.startsWith('access-control-')) return 'comes from CORS_ORIGINS and the cors member';
+  return Object.hasOwn(UNCONFIGURABLE_HEADERS, lower) ? UNCONFIGURABLE_HEADERS[lower] : undefined;
+}
+
 export function responseHeaders(file: ConfigFile, defaults: ConfigFileDefaults): Config['responseHeaders'] {
   for (const [route, headers] of Object.entries(file.responseHeaders ?? {})) {
     for (const [name, value] of Object.entries(headers)) {
@@ -57,6 +101,9 @@ export function responseHeaders(file: ConfigFile, defaults: ConfigFileDefaults):
           `responseHeaders.${route}.${name} must be a header name with a printable string value`,
         );
       }
+      const reason = whyUnconfigurable(name);
+      if (reason !== undefined)
+        throw new ConfigError('CONFIG_FILE', `responseHeaders.${route}.${name}: this header ${reason}`);
     }
   }
   return {

@@ -64,7 +64,9 @@ export const SETTINGS = {
     default: 'http://localhost:8080',
     notes:
       'A trailing `/` is dropped. Behind nginx it is the `https://` address clients use; changing ' +
-      'it makes every access token already issued invalid (its `iss` and `aud` no longer match).',
+      'it makes every access token already issued invalid (its `iss` and `aud` no longer match). ' +
+      'Its origin is the only one the sign-in page takes its form from: browsers must reach the ' +
+      'page at this address.',
     example: 'https://localhost',
     envFile: 'set',
     describesService: true,
@@ -230,6 +232,7 @@ export const SETTINGS = {
     notes:
       'With a list, every answer varies by `Origin`; `*` answers every origin alike. Script of an ' +
       'allowed origin may read `Location`, `WWW-Authenticate`, `Deprecation`, `Sunset` and `Link`. ' +
+      'The sign-in page (`/security/authorize`) answers no origin: it is for top-level navigation. ' +
       'Browsers cache a preflight for `cors.maxAge` of [`CONFIG_FILE`](#the-config_file).',
     example: 'https://app.example.com',
     value: corsOrigins(),

@@ -42,6 +42,7 @@ export function createRequestHandler(
 
   for (const route of options.routes) {
     const headers = headersForRoute(route.name, options.responseHeaders, options.deprecations[route.name]);
+    const cors = corsFor([route]);
     const checked = route.checkedBy !== 'handler';
     const validator = route.body && checked ? compileValidator(route.body) : undefined;
     const queryValidator =
@@ -51,7 +52,7 @@ export function createRequestHandler(
 
     const serve = async (req: Request, res: ServerResponse) => {
       applyHeaders(res, headers);
-      applyCors(req, res, options.cors);
+      applyCors(req, res, cors);
       try {
         const body = await parseBody(req, options.bodyLimit, route.bodyMediaTypes);
         const identity =
@@ -88,14 +89,23 @@ export function createRequestHandler(
     applyHeaders(res, defaultHeaders);
     const routesOfPath = pathPatterns.filter(({ pattern }) => pattern.test(req.path));
     const allowed = [...new Set(routesOfPath.map(({ method }) => method))];
+    const cors = corsFor(routesOfPath.map(({ route }) => route));
     if (req.method === 'OPTIONS' && allowed.length > 0) {
-      answerPreflight(req, res, options.cors, allowed);
+      answerPreflight(req, res, cors, allowed);
       return;
     }
-    applyCors(req, res, options.cors);
+    applyCors(req, res, cors);
     // A 405 is written in the path's error format: on the token endpoint, with an OAuth `error`.
     const error = allowed.length > 0 ? new MethodNotAllowed(allowed) : new NotFound();
     fail(error, req, res, routesOfPath[0]?.route);
+  }
+
+  /**
+   * The CORS policy of a path's routes. Pages (`errors: 'page'`) are for top-level navigation
+   * only: no script of another origin may read them, nor be let by a preflight to post to them.
+   */
+  function corsFor(routes: readonly AnyRoute[]): CorsPolicy {
+    return routes.length > 0 && routes.every((route) => route.errors === 'page') ? NO_CORS : options.cors;
   }
 
   function fail(
@@ -114,6 +124,8 @@ export function createRequestHandler(
 
   return (req, res) => app.handler(req as Request, res, undefined as never);
 }
+
+const NO_CORS: CorsPolicy = { origins: [], maxAge: 0 };
 
 function send(res: ServerResponse, reply: Reply): void {
   res.statusCode = reply.status;

@@ -9,10 +9,20 @@ export const REDACTED = '[redacted]';
 
 /**
  * Member names (lower-cased, punctuation removed) that hold secrets: `password`,
- * `passwordConfirm`, `client_secret`, `refresh_token`, `Authorization`, `Error-Reporting-Token`,
- * `Cookie`, `apiKey`, `code_verifier` (PKCE), ... `passwordHash` too: a hash is not for the log either.
+ * `passwordConfirm`, `client_secret`, `refresh_token`, `access_token`, `id_token`, `Authorization`,
+ * `Error-Reporting-Token`, `Cookie`, `apiKey`, `code_verifier` (PKCE), `client_assertion` (a
+ * signed credential, RFC 7521), ... `passwordHash` too: a hash is not for the log either.
  */
-const SECRET_NAME = /password|passwd|secret|token|authorization|cookie|apikey|privatekey|credential|verifier/;
+const SECRET_NAME =
+  /password|passwd|secret|token|authorization|cookie|apikey|privatekey|credential|verifier|assertion/;
+
+/**
+ * The parameters of an OAuth redirect back to an app (RFC 6749 §4.1.2): the authorization code
+ * and the `state` that guards it. Blanked only as URL parameters (after `?`, `&`, `#` or `;`, or
+ * at the start of a bare query string): as JSON members these names are far more often an
+ * error's `code` or a connection's `state`, which the log needs.
+ */
+const CALLBACK_PARAMETERS = new Set(['code', 'state']);
 
 export function isSecretName(name: string): boolean {
   return SECRET_NAME.test(
@@ -51,15 +61,20 @@ export function scrubSecrets(value: unknown): unknown {
  * HTTP or database client, or in an error report: a credential after `Bearer`/`Basic`, and
  * the value of every secret-named key in JSON (`"password":"..."`, `'password': '...'`),
  * form or query (`password=...`, also percent-encoded) and header (`Authorization: ...`,
- * `Cookie: ...`) syntax, and the credentials of a URL (`redis://user:password@host`).
+ * `Cookie: ...`) syntax, the credentials of a URL (`redis://user:password@host`), the hash of a
+ * mailed link (`/account/reset-password/<hash>`), and the `code` and `state` of a redirect
+ * wherever they are URL parameters (`/callback?code=...&state=...`).
  *
  * Linear in the text, which anyone can send in an error report: a hand-written scan instead
  * of a regex with overlapping quantifiers, looking back at most a bounded key length from
- * each `:` or `=` and never rescanning a value it has blanked.
+ * each `:`, `=` or `%3D`, never past the previous one, and never rescanning a value it has blanked.
  */
 export function scrubText(text: string): string {
   return scrubKeyedValues(
-    text.replace(CREDENTIAL_AFTER_SCHEME, `$1 ${REDACTED}`).replace(CREDENTIALS_IN_URL, `://${REDACTED}@`),
+    text
+      .replace(CREDENTIAL_AFTER_SCHEME, `$1 ${REDACTED}`)
+      .replace(CREDENTIALS_IN_URL, `://${REDACTED}@`)
+      .replace(MAILED_LINK_HASH, `$1${REDACTED}`),
   );
 }
 
@@ -75,9 +90,19 @@ const CREDENTIAL_AFTER_SCHEME = /\b(Bearer|Basic)\s+[\w.~+/=-]{6,}/gi;
  */
 const CREDENTIALS_IN_URL = /:\/\/[^\s/@:'"?#]*(?::[^\s/'"]*)?@/g;
 
+/**
+ * The hash of a mailed link in the service's own link shapes (docs/api.md): whoever reads a
+ * live reset link can take the account. The path may be percent-encoded, as inside another
+ * URL's query (`?next=%2Faccount%2Freset-password%2F...`). The prefix is a fixed alternation and
+ * the hash one run of a single class with nothing after it, so no match backtracks: linear.
+ */
+const MAILED_LINK_HASH =
+  /((?:\/|%2f)account(?:\/|%2f)(?:activate|reset-password|change-identity)(?:\/|%2f))[\w.~-]+/gi;
+
 /** Longer names are not the keys this looks for; the bound keeps the look-back constant. */
 const MAX_KEY_LENGTH = 64;
-const SEPARATOR = /[:=]/g;
+/** `:` (JSON, headers), `=` (forms, queries) and `%3D`, an `=` inside a percent-encoded URL. */
+const SEPARATOR = /[:=]|%3[Dd]/g;
 /**
  * Where an unquoted value ends: a form value at `&`, blanks or a quote; a value after `:` at the
  * line's end (a header such as `Authorization: Digest a="x", response="y"` has commas inside).
@@ -88,39 +113,74 @@ const HEADER_VALUE_END = new Set(['\r', '\n']);
 function scrubKeyedValues(text: string): string {
   const kept: string[] = [];
   let copiedUpTo = 0;
+  // A key never reaches back past the previous separator, so every character is looked back at once.
+  let previousEnd = 0;
   SEPARATOR.lastIndex = 0;
   for (let match = SEPARATOR.exec(text); match !== null; match = SEPARATOR.exec(text)) {
     const separator = match.index;
-    const key = keyBefore(text, separator);
-    if (key === undefined || !isSecretName(key)) continue;
-    const value = valueAfter(text, separator);
+    const key = keyBefore(text, separator, previousEnd);
+    previousEnd = separator + match[0].length;
+    if (key === undefined) continue;
+    const inUrl = match[0] !== ':';
+    if (!isSecretName(key.name) && !(inUrl && isCallbackParameter(text, key))) continue;
+    const value = valueAfter(text, separator, match[0].length);
     if (value.end === value.start) continue;
     kept.push(text.slice(copiedUpTo, value.start), value.blanked);
     copiedUpTo = value.end;
+    previousEnd = value.end;
     SEPARATOR.lastIndex = value.end;
   }
   kept.push(text.slice(copiedUpTo));
   return kept.join('');
 }
 
-/** The key ending just before the separator: a quoted name, or a run of word characters and `-`. */
-function keyBefore(text: string, separator: number): string | undefined {
+/**
+ * The key ending just before the separator, not reaching back before `floor`: a quoted name, or
+ * a run of word characters and `-`.
+ */
+function keyBefore(
+  text: string,
+  separator: number,
+  floor: number,
+): { name: string; start: number } | undefined {
   let end = separator;
-  while (end > 0 && separator - end < MAX_KEY_LENGTH && isBlank(text.charCodeAt(end - 1))) end--;
+  while (end > floor && separator - end < MAX_KEY_LENGTH && isBlank(text.charCodeAt(end - 1))) end--;
   const last = text[end - 1];
-  if (last === '"' || last === "'") {
+  if (end > floor && (last === '"' || last === "'")) {
     let open = end - 2;
-    while (open >= 0 && end - open <= MAX_KEY_LENGTH && text[open] !== last) open--;
-    return open < 0 || text[open] !== last ? undefined : text.slice(open + 1, end - 1);
+    while (open >= floor && end - open <= MAX_KEY_LENGTH && text[open] !== last) open--;
+    return open < floor || text[open] !== last
+      ? undefined
+      : { name: text.slice(open + 1, end - 1), start: open };
   }
   let start = end;
-  while (start > 0 && end - start < MAX_KEY_LENGTH && isKeyCharacter(text.charCodeAt(start - 1))) start--;
-  return start === end ? undefined : text.slice(start, end);
+  while (start > floor && end - start < MAX_KEY_LENGTH && isKeyCharacter(text.charCodeAt(start - 1))) start--;
+  return start === end ? undefined : { name: text.slice(start, end), start };
 }
 
+/**
+ * Whether the key is `code` or `state` as a URL parameter: right after `?`, `&`, `#` or `;`
+ * (raw, or percent-encoded inside the key's run, as in `%3Fcode`), or opening the text.
+ */
+function isCallbackParameter(text: string, key: { name: string; start: number }): boolean {
+  const decoded = percentDecoded(key.name);
+  const delimited = PARAMETER_AFTER_DELIMITER.exec(decoded);
+  if (delimited) return CALLBACK_PARAMETERS.has((delimited[1] ?? '').toLowerCase());
+  const opensParameter = key.start === 0 || PARAMETER_DELIMITERS.includes(text[key.start - 1] ?? '');
+  return opensParameter && CALLBACK_PARAMETERS.has(decoded.toLowerCase());
+}
+
+const PARAMETER_DELIMITERS = '?&#;';
+/** What follows the last delimiter of a decoded key (at most MAX_KEY_LENGTH characters). */
+const PARAMETER_AFTER_DELIMITER = /[?&#;]([^?&#;]*)$/;
+
 /** The value after the separator, quotes included, and what replaces it. */
-function valueAfter(text: string, separator: number): { start: number; end: number; blanked: string } {
-  let start = separator + 1;
+function valueAfter(
+  text: string,
+  separator: number,
+  separatorLength: number,
+): { start: number; end: number; blanked: string } {
+  let start = separator + separatorLength;
   while (start < text.length && isBlank(text.charCodeAt(start))) start++;
   const quote = text[start];
   if (quote === '"' || quote === "'") {
@@ -129,7 +189,7 @@ function valueAfter(text: string, separator: number): { start: number; end: numb
     return { start, end: Math.min(end + 1, text.length), blanked: `${quote}${REDACTED}${quote}` };
   }
   if (quote === '{' || quote === '[') return { start, end: endOfNested(text, start), blanked: REDACTED };
-  const stops = text[separator] === '=' ? FORM_VALUE_END : HEADER_VALUE_END;
+  const stops = text[separator] === ':' ? HEADER_VALUE_END : FORM_VALUE_END;
   let end = start;
   while (end < text.length && !stops.has(text[end] ?? '')) end++;
   return { start, end, blanked: REDACTED };

@@ -1,6 +1,7 @@
 import type { AccountKind } from '../accounts/model.ts';
 import type { Sessions } from '../accounts/sessions.ts';
 import {
+  Forbidden,
   InvalidAuthorizationRequest,
   InvalidRequest,
   Problem,
@@ -13,6 +14,21 @@ import { CODE_CHALLENGE } from './pkce.ts';
 import { isRegisteredRedirectUri, withResponseParameters } from './redirect-uri.ts';
 import { resolveScope } from './scope.ts';
 import type { AuthorizationRequest, RequestSealer } from './sealed-request.ts';
+
+/**
+ * The longest `state` and `scope` the endpoint takes. Everything it seals into the sign-in
+ * form is bounded so that the largest request it accepts still fits the seal
+ * (MAX_SEALED_LENGTH, 16,000 base64url characters, i.e. 12,000 bytes of JSON): in JSON, at
+ * worst, the client name takes 2 × 64 bytes, the redirect URI 2 × 2,000 (its `\` escaped),
+ * the scope 2 × 1,000, the state 2 × 2,048 (a visible ASCII character is one byte, `"` and `\`
+ * two), the challenge, id, expiry and member names under 200: about 10,400 bytes. A request
+ * that would not fit is refused before any form is shown, never after the password.
+ */
+export const MAX_STATE_LENGTH = 2048;
+export const MAX_SCOPE_LENGTH = 1000;
+
+/** RFC 6749 Appendix A.5: `state` is 1*VSCHAR, visible ASCII and the space. */
+const STATE = new RegExp(`^[\\x20-\\x7e]{1,${MAX_STATE_LENGTH}}$`);
 
 /**
  * The authorization endpoint (RFC 6749 §4.1.1, §4.1.2) for first-party apps: it checks the
@@ -47,6 +63,24 @@ export interface SignInAttempt {
   csrfToken: string;
   username: string;
   password: string;
+  /** Where the browser says the post comes from: its `Origin` and `Sec-Fetch-Site` headers. */
+  sentFrom: { origin: string | undefined; fetchSite: string | undefined };
+}
+
+/**
+ * Login CSRF: a page of another site posting the form, with a value it fetched itself, would
+ * sign the person's browser in to the attacker's account. Only the service's own page posts
+ * the form, so a browser that says where a post comes from must say it is this origin: a
+ * `Sec-Fetch-Site` other than `same-origin` (or `none`, a person's own doing) is refused, and so
+ * is an `Origin` other than APP_URL's, `null` included (sent by sandboxed frames and pages
+ * that hide their origin, which an attacker can choose). `same-site` is refused too: a
+ * sibling subdomain is another application. A post that says neither is no browser's, or a
+ * browser too old to say; the one-time value still guards it.
+ */
+function isCrossSitePost(sentFrom: SignInAttempt['sentFrom'], ownOrigin: string): boolean {
+  const { origin, fetchSite } = sentFrom;
+  if (fetchSite !== undefined && fetchSite !== 'same-origin' && fetchSite !== 'none') return true;
+  return origin !== undefined && origin !== ownOrigin;
 }
 
 export type AuthorizationEndpoint = ReturnType<typeof createAuthorizationEndpoint>;
@@ -62,6 +96,8 @@ export function createAuthorizationEndpoint(deps: {
   issuer: string;
 }) {
   const { clients, scopes, sessions, sealer, store, codes, issuer } = deps;
+  /** The origin of APP_URL, where the sign-in page is served. */
+  const ownOrigin = new URL(issuer).origin;
 
   /** The form that continues the request, with a new one-time value. */
   function signInForm(
@@ -106,24 +142,35 @@ export function createAuthorizationEndpoint(deps: {
         checked = await checkRequest(client, query);
       } catch (error) {
         if (!(error instanceof Problem) || error.oauthError === undefined) throw error;
-        return redirect(redirectUri, { error: error.oauthError, error_description: error.detail, state });
+        // A state the endpoint refuses is not handed back: it could be anything, of any length.
+        const returned = state !== null && STATE.test(state) ? state : null;
+        return redirect(redirectUri, {
+          error: error.oauthError,
+          error_description: error.detail,
+          state: returned,
+        });
       }
       return signInForm(client, { clientName: client.name, redirectUri, state, ...checked });
     },
 
     /**
-     * `POST /security/authorize`: the form's one-time value is used up whatever the outcome.
-     * The password is checked as the password grant checks it (same store, same message,
-     * same time for unknown accounts); a refusal shows the form again with a new value, for
-     * the same request.
+     * `POST /security/authorize`. The password is checked as the password grant checks it
+     * (same store, same message, same time for unknown accounts); a refusal shows the form
+     * again with a new value, for the same request.
+     *
+     * The form's one-time value is used up by every post whose password was checked, right or
+     * wrong, and by nothing before: the claim is the last step that can fail, after every read
+     * and after the code is saved, so a post refused earlier, or cut short by an outage (503),
+     * can be sent again. (A code saved for a post whose claim then loses is never handed out.)
      */
     async signIn(attempt: SignInAttempt): Promise<AuthorizationStep> {
-      const sealed = await sealer.open(attempt.csrfToken);
-      if (!sealed || !(await store.useOnce(sealed.id, sealed.expiresAt)))
-        throw new InvalidAuthorizationRequest(
-          'This sign-in form has expired or was already used. Go back to the application and sign in again.',
+      if (isCrossSitePost(attempt.sentFrom, ownOrigin))
+        throw new Forbidden(
+          'This sign-in form was sent from another site. Go back to the application and sign in again.',
         );
-      const { id: _id, expiresAt: _expiresAt, ...request } = sealed;
+      const sealed = await sealer.open(attempt.csrfToken);
+      if (!sealed) throw new StaleSignInForm();
+      const { id, expiresAt, ...request } = sealed;
       // The client may have been changed or deleted while the form was open.
       const client = await clients.findByName(request.clientName);
       if (
@@ -132,17 +179,20 @@ export function createAuthorizationEndpoint(deps: {
       )
         throw new InvalidAuthorizationRequest('The application no longer accepts this sign-in');
       const session = await sessions.start(client.accountKind, attempt.username, attempt.password);
-      if (!session)
+      const code =
+        session &&
+        (await codes.issueCode({
+          clientId: client.id,
+          redirectUri: request.redirectUri,
+          codeChallenge: request.codeChallenge,
+          accountKind: client.accountKind,
+          subject: session.account.id,
+          scope: request.scope,
+          credentialStamp: session.credentialStamp,
+        }));
+      if (!(await store.useOnce(id, expiresAt))) throw new StaleSignInForm();
+      if (!code)
         return signInForm(client, request, { error: 'Invalid credentials', username: attempt.username });
-      const code = await codes.issueCode({
-        clientId: client.id,
-        redirectUri: request.redirectUri,
-        codeChallenge: request.codeChallenge,
-        accountKind: client.accountKind,
-        subject: session.account.id,
-        scope: request.scope,
-        credentialStamp: session.credentialStamp,
-      });
       return redirect(request.redirectUri, { code, state: request.state });
     },
   };
@@ -155,6 +205,13 @@ export function createAuthorizationEndpoint(deps: {
     // §3.1: no parameter may be repeated.
     for (const name of new Set(query.keys()))
       if (query.getAll(name).length > 1) throw new InvalidRequest(`Parameter ${name} must not be repeated`);
+    const state = once(query, 'state');
+    if (state !== null && !STATE.test(state))
+      throw new InvalidRequest(
+        `state must be at most ${MAX_STATE_LENGTH} visible ASCII characters (RFC 6749 Appendix A.5)`,
+      );
+    if ((once(query, 'scope') ?? '').length > MAX_SCOPE_LENGTH)
+      throw new InvalidRequest(`scope must be at most ${MAX_SCOPE_LENGTH} characters`);
     const responseType = once(query, 'response_type');
     if (responseType === null) throw new InvalidRequest('Missing parameter: response_type');
     if (responseType !== 'code') throw new UnsupportedResponseType();
@@ -167,6 +224,13 @@ export function createAuthorizationEndpoint(deps: {
       throw new InvalidRequest('code_challenge must be the 43-character BASE64URL(SHA256(code_verifier))');
     const scope = await resolveScope(once(query, 'scope') ?? '', scopes);
     return { scope, codeChallenge };
+  }
+}
+
+/** A form value that is not one the service sealed, has expired, or was posted before. */
+class StaleSignInForm extends InvalidAuthorizationRequest {
+  constructor() {
+    super('This sign-in form has expired or was already used. Go back to the application and sign in again.');
   }
 }
 

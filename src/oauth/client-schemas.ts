@@ -9,10 +9,12 @@ import { MAX_REDIRECT_URI_LENGTH } from './redirect-uri.ts';
  * redirect URIs the authorization code grant needs) are the client service's.
  */
 
+export const MAX_CLIENT_NAME_LENGTH = 64;
+
 export const ClientName = Type.String({
-  pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$',
+  pattern: `^[A-Za-z0-9][A-Za-z0-9._-]{0,${MAX_CLIENT_NAME_LENGTH - 1}}$`,
   description: 'The client_id',
-  errorMessage: 'Must be 1 to 64 letters, digits or . _ - characters, starting with a letter or digit',
+  errorMessage: `Must be 1 to ${MAX_CLIENT_NAME_LENGTH} letters, digits or . _ - characters, starting with a letter or digit`,
 });
 
 export const ClientTypeSchema = Literals(CLIENT_TYPES, {
@@ -25,7 +27,7 @@ export const RedirectUris = Type.Array(Type.String({ minLength: 1, maxLength: MA
   uniqueItems: true,
   description:
     'Exact redirect URIs of the authorization code grant: https, or http://127.0.0.1 or http://[::1] ' +
-    '(any port) for a native app',
+    '(any port) for a native app; the host a DNS name or an IP address, no port 0, no fragment',
   errorMessage: 'Must be a list of at most 20 distinct URIs',
 });
 

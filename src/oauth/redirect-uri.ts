@@ -24,14 +24,34 @@ export function redirectUriProblem(uri: string): string | null {
   if (url.href !== uri) return `Must be written in its normal form, ${url.href}`;
   if (uri.includes('#')) return 'Must not have a fragment (RFC 6749 §3.1.2)';
   if (url.username !== '' || url.password !== '') return 'Must not carry credentials';
-  if (url.protocol === 'https:') return null;
-  if (url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname)) return null;
-  return 'Must be https, or http on a loopback address (127.0.0.1 or [::1]) for a native app';
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname)))
+    return 'Must be https, or http on a loopback address (127.0.0.1 or [::1]) for a native app';
+  if (!isHostName(url.hostname))
+    return 'Must name its host by letters, digits, hyphens and dots, or by an IP address';
+  if (url.port === '0') return 'Must not have port 0, which nothing listens on';
+  return null;
 }
 
-/** Whether the client registered the requested redirect URI. */
+/**
+ * A DNS host name (labels of letters, digits and inner hyphens; an internationalised name in
+ * the punycode form the URL parser writes), an IPv4 address or an IPv6 literal. URL parsers
+ * let a host hold `; , ' " ! $ & ( ) * + = { } ~`, which would end or add a directive of the
+ * sign-in page's Content-Security-Policy, whose `form-action` names the redirect's origin.
+ */
+function isHostName(hostname: string): boolean {
+  if (hostname.startsWith('[')) return /^\[[0-9a-f:.]+\]$/.test(hostname);
+  return hostname.length <= 253 && hostname.split('.').every((label) => HOST_LABEL.test(label));
+}
+
+/** RFC 1123 §2.1, lower-cased as the URL parser writes a host. */
+const HOST_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/**
+ * Whether the client registered the requested redirect URI. Only a URI that could be
+ * registered today matches: one stored under older rules is refused rather than followed.
+ */
 export function isRegisteredRedirectUri(requested: string, registered: readonly string[]): boolean {
-  if (requested.length > MAX_REDIRECT_URI_LENGTH) return false;
+  if (requested.length > MAX_REDIRECT_URI_LENGTH || redirectUriProblem(requested) !== null) return false;
   if (registered.includes(requested)) return true;
   const loopback = withoutLoopbackPort(requested);
   return loopback !== null && registered.some((uri) => withoutLoopbackPort(uri) === loopback);

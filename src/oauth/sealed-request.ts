@@ -33,10 +33,16 @@ export interface SealedRequest extends AuthorizationRequest {
 }
 
 /**
+ * The longest sealed request a seal carries, in base64url characters. The authorization
+ * endpoint bounds every parameter it seals so that the largest request it accepts fits.
+ */
+export const MAX_SEALED_LENGTH = 16_000;
+
+/**
  * `<key id>.<base64url JSON>.<base64url HMAC-SHA256>`; bounded, so a forged one costs little
  * to refuse.
  */
-const SEAL = /^[A-Za-z0-9_-]{1,64}\.[A-Za-z0-9_-]{1,16000}\.[A-Za-z0-9_-]{43}$/;
+const SEAL = new RegExp(`^[A-Za-z0-9_-]{1,64}\\.[A-Za-z0-9_-]{1,${MAX_SEALED_LENGTH}}\\.[A-Za-z0-9_-]{43}$`);
 
 export interface RequestSealer {
   seal(request: AuthorizationRequest): string;

@@ -62,6 +62,16 @@ async function startApp(): Promise<{ server: Server; callback: string; arrived: 
   return { server, callback: `http://127.0.0.1:${port}/callback`, arrived };
 }
 
+/** A page of another site (another port: another origin, the same site), serving `html`. */
+async function startPage(html: string): Promise<{ server: Server; url: string }> {
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' });
+    res.end(`<!doctype html><title>Another site</title>${html}`);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/` };
+}
+
 describe('signing in with a real browser', { skip }, () => {
   let service: TestServer;
   let app: Awaited<ReturnType<typeof startApp>>;
@@ -73,7 +83,7 @@ describe('signing in with a real browser', { skip }, () => {
   const consoleErrors: string[] = [];
 
   before(async () => {
-    service = await startTestServer();
+    service = await startTestServer({ ownAppUrl: true });
     app = await startApp();
     const superuser = await superuserToken(service.url);
     clientName = (
@@ -216,6 +226,32 @@ describe('signing in with a real browser', { skip }, () => {
     } finally {
       await noScript.close();
       await rm(noScriptProfile, { recursive: true, force: true });
+    }
+  });
+
+  test('a form another site posts with a value it fetched signs nobody in (login CSRF)', async () => {
+    // The attacker fetches a form of its own, then has the victim's browser post it from its page.
+    const query = authorizationQuery(clientName, pkce().challenge, { redirect_uri: app.callback });
+    const html = await (await fetch(`${service.url}/security/authorize?${query}`)).text();
+    const value = /name="csrf_token" value="([^"]+)"/.exec(html)?.[1] ?? '';
+    const attacker = await startPage(
+      `<form method="post" action="${service.url}/security/authorize">` +
+        `<input name="csrf_token" value="${value}"><input name="username" value="${user.username}">` +
+        `<input name="password" value="${user.password}"><button>go</button></form>`,
+    );
+    try {
+      const page = await browser.newPage();
+      await page.goto(attacker.url);
+      const [response] = await Promise.all([
+        page.waitForResponse(`${service.url}/security/authorize`),
+        page.getByRole('button', { name: 'go' }).click(),
+      ]);
+      assert.equal(response.status(), 403);
+      assert.match(await response.text(), /sent from another site/);
+      assert.ok(!page.url().startsWith(app.callback), 'never sent to the app with a code');
+      await page.close();
+    } finally {
+      await new Promise((resolve) => attacker.server.close(resolve));
     }
   });
 

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,13 @@ import { after, before, describe, test } from 'node:test';
 import { ConfigError } from '../../src/config/config.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
+import {
+  authorizationQuery,
+  csrfTokenOf,
+  pkce,
+  registerLargestRequest,
+  superuserToken,
+} from '../support/authorization.ts';
 import { freePort } from '../support/backends.ts';
 import { decodeJwtPart, FRONTEND_CLIENT, SEEDED_USER } from '../support/http.ts';
 import {
@@ -115,6 +122,9 @@ async function startFront(name: string, upstream: string, bodyLimit = '1mb'): Pr
   if ('reason' in nginx) throw new Error(nginx.reason);
   const prefix = join(root, name);
   await mkdir(prefix, { recursive: true });
+  // nginx's workers run as another user when the tests run as root: they must reach the
+  // temporary files under the prefix (a body larger than client_body_buffer_size).
+  await chmod(root, 0o755);
   const [httpPort, httpsPort] = [await freePort(), await freePort()];
   const bodySize = clientMaxBodySize(bodyLimit);
   if (!('size' in bodySize)) throw new Error(bodySize.refused);
@@ -299,6 +309,27 @@ describe('nginx in front of the service', { skip }, () => {
     );
   });
 
+  test('the largest authorization request the service accepts goes through: the page, the post, the redirect', async () => {
+    const largest = await registerLargestRequest(app, await superuserToken(app.url));
+    const query = authorizationQuery(largest.clientName, pkce().challenge, {
+      redirect_uri: largest.redirectUri,
+      scope: largest.scope,
+      state: largest.state,
+    });
+    const page = await send(`${front.https}/security/authorize?${query}`, { ca });
+    assert.equal(page.status, 200, page.text.slice(0, 300));
+    const posted = await send(`${front.https}/security/authorize`, {
+      ca,
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ csrf_token: csrfTokenOf(page.text), ...SEEDED_USER }).toString(),
+    });
+    assert.equal(posted.status, 303, posted.text.slice(0, 300));
+    const back = new URL(String(posted.headers.location));
+    assert.equal(back.searchParams.get('state'), largest.state);
+    assert.ok(back.searchParams.get('code'));
+  });
+
   test('the error report endpoint sees the address nginx saw, not the one the client claims', async (t) => {
     const report = (base: string, headers: Record<string, string>) =>
       send(`${base}/error-report`, {
@@ -321,5 +352,63 @@ describe('nginx in front of the service', { skip }, () => {
     const last = JSON.parse(lines.at(-1) ?? '{}') as Record<string, unknown>;
     assert.equal(last.clientAddress, '127.0.0.1');
     assert.ok(!lines.join('\n').includes('8.8.8.8') && !lines.join('\n').includes('9.9.9.9'));
+  });
+});
+
+describe('nginx limits the POSTs that check a password or a client secret', { skip }, () => {
+  let echo: Server;
+  const limited = ['/security/authorize', '/security/generate-token', '/security/refresh-token'];
+
+  before(async () => {
+    root = await mkdtemp(join(tmpdir(), 'nginx-limits-'));
+    execFileSync('sh', [join(REPO_ROOT, 'ops/make-cert.sh'), join(root, 'certs'), 'localhost'], {
+      stdio: 'ignore',
+    });
+    ca = await readFile(join(root, 'certs/tls.crt'), 'utf8');
+    echo = createServer((_req, res) => res.end('{}'));
+    await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+  });
+  after(async () => {
+    echo?.closeAllConnections();
+    await new Promise((resolve) => echo?.close(resolve));
+    if (root) await rm(root, { recursive: true, force: true });
+  });
+
+  /** A front of its own: nginx keeps the budget of each address in its own memory zone. */
+  async function freshFront(name: string): Promise<Front> {
+    return startFront(name, `127.0.0.1:${(echo.address() as AddressInfo).port}`);
+  }
+
+  const post = (front: Front, path: string) =>
+    send(`${front.https}${path}`, { ca, method: 'POST', body: 'x=1' });
+
+  test('each path: 21 posts at once pass (1 + a burst of 20), then 429; the page and other posts never', async () => {
+    for (const [index, path] of limited.entries()) {
+      const front = await freshFront(`limit-${index}`);
+      try {
+        const statuses: number[] = [];
+        for (let i = 0; i < 23; i++) statuses.push((await post(front, path)).status);
+        assert.deepEqual(statuses.slice(0, 21), Array(21).fill(200), `${path}: ${statuses}`);
+        assert.equal(statuses.at(-1), 429, `${path}: ${statuses}`);
+        // Spelt otherwise, it is the same path to nginx and counts the same.
+        assert.equal((await post(front, `${path}/`)).status, 429);
+        for (let i = 0; i < 25; i++) {
+          assert.equal((await send(`${front.https}${path}`, { ca })).status, 200, 'a GET is not limited');
+          assert.equal((await post(front, '/users')).status, 200, 'another path is not limited');
+        }
+      } finally {
+        await front.process.stop();
+      }
+    }
+  });
+
+  test('the sign-in form and the token paths share one budget', async () => {
+    const front = await freshFront('shared');
+    try {
+      for (let i = 0; i < 21; i++) assert.equal((await post(front, limited[i % 3] ?? '')).status, 200);
+      for (const path of limited) assert.equal((await post(front, path)).status, 429, path);
+    } finally {
+      await front.process.stop();
+    }
   });
 });

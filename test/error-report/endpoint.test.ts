@@ -263,6 +263,35 @@ describe('POST /error-report', () => {
       assert.match(String(line.message), /^Request failed\nError-Reporting-Token: \[redacted\]\n/);
     });
 
+    test('the hash of a mailed link and the code and state of a redirect never reach the log', async () => {
+      const hash = 'Xy3_-aB9kLmN0pQrStUvWxYz0123456789abcdEFGHI';
+      const code = 'SplxlOBeZQQYbYS6WxSbIAcodecodecode';
+      const state = 'af0ifjsldkj-state-of-the-app';
+      const line = await assertAccepted({
+        token: WEB_TOKEN,
+        headers: { Origin: 'https://app.example.com' },
+        json: {
+          message: `PATCH https://api.example.com/account/reset-password/${hash} failed with 500`,
+          context: {
+            url: `https://app.example.com/callback?code=${code}&state=${state}`,
+            route: `#/account/activate/${hash}`,
+            breadcrumbs: [`navigated to /login?next=%2Faccount%2Fchange-identity%2F${hash}`],
+          },
+        },
+      });
+      const written = readFileSync(join(server.logDir, ERROR_REPORT_LOG_FILE), 'utf8');
+      for (const secret of [hash, code, state]) assert.ok(!written.includes(secret), `${secret} was written`);
+      assert.equal(
+        line.message,
+        'PATCH https://api.example.com/account/reset-password/[redacted] failed with 500',
+      );
+      assert.deepEqual(line.context, {
+        url: 'https://app.example.com/callback?code=[redacted]&state=[redacted]',
+        route: '#/account/activate/[redacted]',
+        breadcrumbs: ['navigated to /login?next=%2Faccount%2Fchange-identity%2F[redacted]'],
+      });
+    });
+
     test('a message of the maximum length is accepted', async () => {
       const line = await assertAccepted({
         token: WEB_TOKEN,

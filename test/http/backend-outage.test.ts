@@ -1,9 +1,21 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { PASSWORD, storeAccount } from '../accounts/fixtures.ts';
+import {
+  authorizationQuery,
+  csrfTokenOf,
+  openAuthorization,
+  pkce,
+  postSignIn,
+  redirectParameters,
+  registerClient,
+  superuserToken,
+} from '../support/authorization.ts';
 import {
   type Backend,
   freePort,
@@ -90,6 +102,60 @@ describe('backend outage and recovery, through HTTP', { skip }, () => {
       20_000,
     );
   });
+});
+
+describe('an outage while signing in on the sign-in page', { skip }, () => {
+  let redis: Backend;
+  let mongo: Backend;
+  let server: TestServer;
+  let clientName: string;
+  const user = { username: `${randomUUID()}@example.com`, password: PASSWORD };
+
+  before(async () => {
+    [redis, mongo] = await Promise.all([startRedis(), startFerretDb()]);
+    server = await startTestServer({
+      env: { MONGODB_URL: withDatabase(mongo.url, uniqueName('sign-in')), REDIS_URL: redis.url },
+    });
+    clientName = (
+      await registerClient(server.url, await superuserToken(server.url), {
+        name: 'outage-app',
+        type: 'public',
+      })
+    ).name;
+    await storeAccount(server.app.stores.users, (p) => server.app.passwords.hash(p), {
+      identity: user.username,
+    });
+  });
+  after(async () => {
+    await server?.close();
+    await Promise.all([redis?.dispose(), mongo?.dispose()]);
+  });
+
+  for (const backend of ['MongoDB', 'Redis'] as const) {
+    test(`${backend} down: the post is a 503 page, and the same form signs in once it is back`, async () => {
+      const page = await openAuthorization(server.url, authorizationQuery(clientName, pkce().challenge));
+      assert.equal(page.status, 200, page.html);
+      const form = { csrf_token: csrfTokenOf(page.html), ...user };
+      const down = backend === 'MongoDB' ? mongo : redis;
+      await down.stop();
+      const failed = await postSignIn(server.url, form);
+      assert.equal(failed.status, 503, failed.html);
+      assert.match(failed.html, /not available right now/);
+      await down.restart();
+      // Posted again (as a person would press the button again) until the backend answers.
+      let retried = failed;
+      await eventually(
+        async () => {
+          retried = await postSignIn(server.url, form);
+          return retried.status !== 503;
+        },
+        `a sign-in after ${backend} came back`,
+        20_000,
+      );
+      assert.equal(retried.status, 303, retried.html);
+      assert.ok(redirectParameters(retried.location).get('code'));
+    });
+  }
 });
 
 describe('backends unreachable at start', () => {

@@ -138,3 +138,43 @@ describe('CORS not configured', () => {
     }
   });
 });
+
+describe('the sign-in pages, for top-level navigation only', () => {
+  const PAGE_REQUESTS = [
+    { name: 'the page', method: 'GET', path: '/security/authorize?client_id=nobody' },
+    { name: 'the form post', method: 'POST', path: '/security/authorize' },
+    { name: 'a 405', method: 'DELETE', path: '/security/authorize' },
+    {
+      name: 'a preflight for a post',
+      method: 'OPTIONS',
+      path: '/security/authorize',
+      headers: { 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'content-type' },
+    },
+  ] as const;
+
+  for (const origins of [ALLOWED, '*']) {
+    test(`answer no CORS headers, a preflight neither, with CORS_ORIGINS=${origins}`, async () => {
+      const server = await startTestServer({ env: { CORS_ORIGINS: origins } });
+      try {
+        for (const page of PAGE_REQUESTS) {
+          const response = await request(server.url, page.method, page.path, {
+            headers: { Origin: ALLOWED, ...('headers' in page ? page.headers : {}) },
+            ...(page.method === 'POST' ? { form: { csrf_token: 'x' } } : {}),
+          });
+          const cors = [...response.headers.keys()].filter((name) => name.startsWith('access-control-'));
+          assert.deepEqual(cors, [], `${page.name}: ${cors.join(', ')}`);
+        }
+        const preflight = await request(server.url, 'OPTIONS', '/security/authorize', {
+          headers: { Origin: ALLOWED, 'Access-Control-Request-Method': 'POST' },
+        });
+        assert.equal(preflight.status, 204);
+        assert.equal(preflight.headers.get('allow'), 'GET, HEAD, POST');
+        // The API beside them still answers the allowed origin.
+        const api = await request(server.url, 'GET', '/', { headers: { Origin: ALLOWED } });
+        assert.ok(api.headers.get('access-control-allow-origin'));
+      } finally {
+        await server.close();
+      }
+    });
+  }
+});

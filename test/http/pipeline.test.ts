@@ -160,6 +160,19 @@ describe('HTTP pipeline', () => {
   });
 });
 
+/** Starts a server with this CONFIG_FILE and expects the start to stop with `message`. */
+async function assertStartRefused(contents: object, message: string): Promise<void> {
+  let server: TestServer;
+  try {
+    server = await startTestServer({ env: { CONFIG_FILE: configFile(contents) } });
+  } catch (error) {
+    assert.ok(error instanceof ConfigError && error.message.includes(message), String(error));
+    return;
+  }
+  await server.close();
+  assert.fail(`the start was not refused: ${message}`);
+}
+
 describe('configured response headers', () => {
   test('per route name, with * for all routes', async () => {
     const file = configFile({
@@ -187,11 +200,21 @@ describe('configured response headers', () => {
     [{ deprecations: { '*': { since: '2025-01-01', sunset: '2099-01-01', link: '/' } } }, 'deprecations.*'],
   ] as const) {
     test(`a route name no route has stops the start: ${member}`, async () => {
-      await assert.rejects(
-        startTestServer({ env: { CONFIG_FILE: configFile(contents) } }),
-        (error: unknown) =>
-          error instanceof ConfigError && error.message.includes(`CONFIG_FILE ${member}: no route`),
-      );
+      await assertStartRefused(contents, `CONFIG_FILE ${member}: no route`);
+    });
+  }
+
+  for (const [route, header] of [
+    ['security::generate-token', 'Cache-Control'],
+    ['security::refresh-token', 'pragma'],
+    ['security::authorize', 'Content-Security-Policy'],
+    ['security::sign-in', 'X-Frame-Options'],
+    ['security::sign-in', 'Referrer-Policy'],
+    ['security::stylesheet', 'Cache-Control'],
+  ] as const) {
+    test(`a header the route sets itself stops the start: ${route} ${header}`, async () => {
+      const contents = { responseHeaders: { [route]: { [header]: 'x' } } };
+      await assertStartRefused(contents, `CONFIG_FILE responseHeaders.${route}.${header}: this route sets`);
     });
   }
 });

@@ -132,6 +132,26 @@ describe('error log file', () => {
     assert.match(String(line?.msg), /^request failed: Authorization: \[redacted\]$/);
   });
 
+  test('blanks the hash of a mailed link and the code and state of a redirect in messages and members', () => {
+    const dir = join(logDir, 'links');
+    const hash = 'Xy3_-aB9kLmN0pQrStUvWxYz0123456789abcdEFGHI';
+    const log = createErrorLogger({ logDir: dir, service: 'svc' });
+    log.error(
+      {
+        err: new Error(`fetch https://api.example.com/account/reset-password/${hash} failed`),
+        referer: 'https://app.example.com/cb?code=the-code-value&state=the-state-value',
+      },
+      `while handling /account/activate/${hash}`,
+    );
+    const [file] = readdirSync(dir);
+    const text = readFileSync(join(dir, file ?? ''), 'utf8');
+    for (const secret of [hash, 'the-code-value', 'the-state-value'])
+      assert.ok(!text.includes(secret), `${secret} reached the log: ${text}`);
+    const [line] = readLines(join(dir, file ?? ''));
+    assert.equal(line?.msg, 'while handling /account/activate/[redacted]');
+    assert.equal(line?.referer, 'https://app.example.com/cb?code=[redacted]&state=[redacted]');
+  });
+
   test('a log that cannot be written does not throw: the line goes to standard error', () => {
     const dir = join(logDir, 'unwritable');
     const log = createErrorLogger({ logDir: dir, service: 'svc' });

@@ -9,7 +9,10 @@ describe('scrubText', () => {
       ["{ password: 'hunter2', user: 'x' }", `{ password: '${REDACTED}', user: 'x' }`],
       ["{ 'client_secret' : 'abc' }", `{ 'client_secret' : '${REDACTED}' }`],
       ['grant_type=password&password=hunter2&x=1', `grant_type=password&password=${REDACTED}&x=1`],
-      ['GET /cb?code=1&code_verifier=abcdef HTTP/1.1', `GET /cb?code=1&code_verifier=${REDACTED} HTTP/1.1`],
+      [
+        'GET /cb?code=1&code_verifier=abcdef HTTP/1.1',
+        `GET /cb?code=${REDACTED}&code_verifier=${REDACTED} HTTP/1.1`,
+      ],
       ['Error-Reporting-Token: abcdef123\nnext', `Error-Reporting-Token: ${REDACTED}\nnext`],
       ['Cookie: session=abc; other=def', `Cookie: ${REDACTED}`],
       ['password: hunter2', `password: ${REDACTED}`],
@@ -35,6 +38,63 @@ describe('scrubText', () => {
       ['clone https://ghp_abc123@github.com/x failed', `clone https://${REDACTED}@github.com/x failed`],
     ];
     for (const [text, scrubbed] of cases) assert.equal(scrubText(text), scrubbed, text);
+  });
+
+  test('blanks the hash of a mailed link in our link shapes, also percent-encoded inside another URL', () => {
+    const hash = 'Xy3_-aB9kLmN0pQrStUvWxYz0123456789abcdEFGHI';
+    const cases: [string, string][] = [
+      [
+        `PATCH https://api.example.com/account/reset-password/${hash} failed: 500`,
+        `PATCH https://api.example.com/account/reset-password/${REDACTED} failed: 500`,
+      ],
+      [`{"url":"/account/activate/${hash}","n":1}`, `{"url":"/account/activate/${REDACTED}","n":1}`],
+      [`/account/change-identity/${hash}?x=1#top`, `/account/change-identity/${REDACTED}?x=1#top`],
+      [
+        `https://app.example.com/#/account/reset-password/${hash}/done`,
+        `https://app.example.com/#/account/reset-password/${REDACTED}/done`,
+      ],
+      [
+        `/login?next=%2Faccount%2Freset-password%2F${hash}&x=1`,
+        `/login?next=%2Faccount%2Freset-password%2F${REDACTED}&x=1`,
+      ],
+      [`/Account/Activate/${hash}`, `/Account/Activate/${REDACTED}`],
+    ];
+    for (const [text, scrubbed] of cases) assert.equal(scrubText(text), scrubbed, text);
+  });
+
+  test('blanks the code and state of an OAuth redirect wherever they are URL parameters', () => {
+    const cases: [string, string][] = [
+      [
+        'https://app.example.com/cb?code=SplxlOBeZQQYbYS6WxSbIA&state=xyz&iss=https%3A%2F%2Fid.example',
+        `https://app.example.com/cb?code=${REDACTED}&state=${REDACTED}&iss=https%3A%2F%2Fid.example`,
+      ],
+      [
+        'https://app.example.com/cb#access_token=at-1&state=xyz&expires_in=3600',
+        `https://app.example.com/cb#access_token=${REDACTED}&state=${REDACTED}&expires_in=3600`,
+      ],
+      ['code=abc&state=def', `code=${REDACTED}&state=${REDACTED}`],
+      ['/cb;code=abc', `/cb;code=${REDACTED}`],
+      ['/cb?CODE=abc', `/cb?CODE=${REDACTED}`],
+      ['/login?returnTo=%2Fcb%3Fcode%3Dabc%26state%3Ddef', `/login?returnTo=%2Fcb%3Fcode%3D${REDACTED}`],
+      ['"https://app.example.com/cb?state=xyz"', `"https://app.example.com/cb?state=${REDACTED}"`],
+      ['grant_type=authorization_code&code=abc', `grant_type=authorization_code&code=${REDACTED}`],
+      ['a=1&client_assertion=eyJhbGciOi.x.y', `a=1&client_assertion=${REDACTED}`],
+      ['/x?password%3Dhunter2', `/x?password%3D${REDACTED}`],
+    ];
+    for (const [text, scrubbed] of cases) assert.equal(scrubText(text), scrubbed, text);
+  });
+
+  test('keeps error codes, states and link paths that are no URL parameter or carry no hash', () => {
+    for (const text of [
+      '{"code":"ECONNREFUSED","state":"closed"}',
+      "{ code: 'ERR_ASSERTION', state: 'open' }",
+      'exit code=1, state=running',
+      '/x?readyState=4&statecode=2&encode=1',
+      'PATCH /account/reset-password/:hash',
+      'see /account/activate and /account/reset-password/',
+    ]) {
+      assert.equal(scrubText(text), text);
+    }
   });
 
   test('leaves text without secret-named keys as it is', () => {
@@ -72,6 +132,16 @@ describe('scrubText', () => {
       megabyte('%E0:'),
       megabyte('://a:@'),
       `://a:${'x'.repeat(1_000_000)}`,
+      megabyte('/account/activate/'),
+      megabyte('%2Faccount%2F'),
+      megabyte('/account/reset-password'),
+      `/account/reset-password/${'a'.repeat(1_000_000)}`,
+      megabyte('?code='),
+      megabyte('&state%3D'),
+      megabyte('%3Fcode%3D'),
+      megabyte('%3D'),
+      megabyte('a%3Fx%3D'),
+      megabyte(`?${'%3F'.repeat(20)}code=`),
     ];
     for (const text of adversarial) {
       const started = performance.now();

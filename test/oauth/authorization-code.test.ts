@@ -7,12 +7,14 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { MAX_SCOPE_LENGTH, MAX_STATE_LENGTH } from '../../src/oauth/authorization-endpoint.ts';
 import { PASSWORD, storeAccount } from '../accounts/fixtures.ts';
 import {
   authorizationCode,
   authorizationQuery,
   csrfTokenOf,
   exchangeCode,
+  type LargestRequest,
   openAuthorization,
   type PageAnswer,
   pkce,
@@ -20,6 +22,7 @@ import {
   type RegisteredClient,
   redirectParameters,
   registerClient,
+  registerLargestRequest,
   SPA_REDIRECT,
   superuserToken,
 } from '../support/authorization.ts';
@@ -179,6 +182,7 @@ for (const backend of backends())
         });
         assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
         for (const other of [
+          'http://127.0.0.1:0/callback',
           'http://127.0.0.1:53124/other',
           'http://localhost:53124/callback',
           'http://127.0.0.2:53124/callback',
@@ -201,7 +205,8 @@ for (const backend of backends())
         assert.equal(page.headers.get('x-frame-options'), 'DENY');
         assert.equal(page.headers.get('cache-control'), 'no-store');
         assert.equal(page.headers.get('x-content-type-options'), 'nosniff');
-        assert.equal(page.headers.get('referrer-policy'), 'no-referrer');
+        // Nothing of the page's address reaches another site; its own form says where it comes from.
+        assert.equal(page.headers.get('referrer-policy'), 'same-origin');
         assert.equal(page.headers.get('content-type'), 'text/html; charset=utf-8');
         const css = await fetch(`${server.url}/security/sign-in.css`);
         assert.equal(css.status, 200);
@@ -246,6 +251,29 @@ for (const backend of backends())
           assert.equal(page.headers.get('x-frame-options'), 'DENY');
         });
       }
+
+      test('a redirect URI stored under older rules, whose host would break the page CSP', async () => {
+        const uri = "https://a;b'c.example.test/cb";
+        const name = `legacy-${randomUUID()}`;
+        const at = new Date();
+        await server.app.stores.clients.createIfAbsent({
+          id: randomUUID(),
+          name,
+          type: 'public',
+          secretDigest: null,
+          accountKind: 'user',
+          redirectUris: [uri],
+          grants: ['authorization_code'],
+          createdAt: at,
+          updatedAt: at,
+        });
+        const page = await openAuthorization(
+          server.url,
+          authorizationQuery(name, pkce().challenge, { redirect_uri: uri }),
+        );
+        assertRefusedOnThePage(page, /redirect_uri is not registered/);
+        assert.doesNotMatch(page.headers.get('content-security-policy') ?? '', /example\.test/);
+      });
 
       test("a client without redirect URIs (the password grant's frontend)", async () => {
         const page = await openAuthorization(
@@ -411,6 +439,62 @@ for (const backend of backends())
         assertRefusedOnThePage(replayed, /expired or was already used/);
       });
 
+      test('a post refused before its password is checked leaves the form usable', async () => {
+        const page = await openAuthorization(server.url, authorizationQuery(spa.name, pkce().challenge));
+        const value = csrfTokenOf(page.html);
+        const incompletes: Record<string, string>[] = [
+          { csrf_token: value, username: user.username },
+          { csrf_token: value, ...user, remember: 'yes' },
+          { csrf_token: value, username: 'x'.repeat(321), password: user.password },
+        ];
+        for (const incomplete of incompletes) {
+          const refused = await postSignIn(server.url, incomplete);
+          assertRefusedOnThePage(refused, /The request body is invalid/);
+        }
+        assert.equal((await postSignIn(server.url, { csrf_token: value, ...user })).status, 303);
+      });
+
+      test('a post another site sends is refused before the form is used, whatever its password (login CSRF)', async () => {
+        const page = await openAuthorization(server.url, authorizationQuery(spa.name, pkce().challenge));
+        const form = { csrf_token: csrfTokenOf(page.html), ...user };
+        const foreign: Record<string, string>[] = [
+          { 'Sec-Fetch-Site': 'cross-site' },
+          { 'Sec-Fetch-Site': 'cross-site', Origin: ISSUER },
+          { 'Sec-Fetch-Site': 'same-site', Origin: 'https://other.issuer.example.test' },
+          { Origin: 'https://evil.example' },
+          { Origin: 'null' },
+          { Origin: `${ISSUER}:8443` },
+          { Origin: ISSUER.replace('https:', 'http:') },
+        ];
+        for (const headers of foreign) {
+          const refused = await postSignIn(server.url, form, headers);
+          assert.equal(refused.status, 403, JSON.stringify(headers));
+          assert.equal(refused.location, null);
+          assert.match(refused.html, /sent from another site/);
+        }
+        const ours = { Origin: ISSUER, 'Sec-Fetch-Site': 'same-origin' };
+        const signedIn = await postSignIn(server.url, form, ours);
+        assert.equal(signedIn.status, 303, signedIn.html);
+      });
+
+      test('a post from the page itself, or from no browser, signs in', async () => {
+        const own: Record<string, string>[] = [
+          { 'Sec-Fetch-Site': 'same-origin' },
+          { 'Sec-Fetch-Site': 'none' },
+          { Origin: ISSUER },
+          {},
+        ];
+        for (const headers of own) {
+          const page = await openAuthorization(server.url, authorizationQuery(spa.name, pkce().challenge));
+          const signedIn = await postSignIn(
+            server.url,
+            { csrf_token: csrfTokenOf(page.html), ...user },
+            headers,
+          );
+          assert.equal(signedIn.status, 303, JSON.stringify(headers));
+        }
+      });
+
       test('the form takes application/x-www-form-urlencoded only', async () => {
         const response = await fetch(`${server.url}/security/authorize`, {
           method: 'POST',
@@ -490,6 +574,36 @@ for (const backend of backends())
           (await exchangeCode(server.url, { client_id: spa.name, code, code_verifier: verifier })).status,
           200,
         );
+      });
+
+      test('a code whose redirect URI the client no longer registers is invalid_grant, and stays usable', async () => {
+        const app = await registerClient(server.url, superuser, {
+          name: `moving-${randomUUID()}`,
+          type: 'public',
+          redirectUris: [SPA_REDIRECT, 'https://app.example.test/other'],
+        });
+        const { verifier, code } = await freshCode(app);
+        const change = (redirectUris: string[]) =>
+          request(server.url, 'PATCH', `/oauth-clients/${app.name}`, {
+            token: superuser,
+            json: { redirectUris },
+          });
+        assert.equal((await change(['https://app.example.test/other'])).status, 200);
+        const refused = await exchangeCode(server.url, {
+          client_id: app.name,
+          code,
+          code_verifier: verifier,
+        });
+        assert.equal(refused.status, 400);
+        assert.equal(refused.body.error, 'invalid_grant');
+        assert.match(String(refused.body.error_description), /no longer registered/);
+        assert.equal((await change([SPA_REDIRECT])).status, 200);
+        const exchanged = await exchangeCode(server.url, {
+          client_id: app.name,
+          code,
+          code_verifier: verifier,
+        });
+        assert.equal(exchanged.status, 200, JSON.stringify(exchanged.body));
       });
 
       test("another client's code is invalid_grant", async () => {
@@ -601,6 +715,64 @@ for (const backend of backends())
       });
     });
   });
+
+describe('the largest authorization request', () => {
+  let server: TestServer;
+  let largest: LargestRequest;
+  before(async () => {
+    server = await startTestServer();
+    largest = await registerLargestRequest(server, await superuserToken(server.url));
+  });
+  after(() => server.close());
+
+  const query = (challenge: string, overrides: Record<string, string | null>) =>
+    authorizationQuery(largest.clientName, challenge, {
+      redirect_uri: largest.redirectUri,
+      scope: largest.scope,
+      ...overrides,
+    });
+
+  test('at every bound, the sign-in page can be posted and finishes with a code and the state', async () => {
+    const { state } = largest;
+    const { verifier, challenge } = pkce();
+    const page = await openAuthorization(server.url, query(challenge, { state }));
+    assert.equal(page.status, 200, page.html);
+    const signedIn = await postSignIn(server.url, { csrf_token: csrfTokenOf(page.html), ...SEEDED_USER });
+    assert.equal(signedIn.status, 303, signedIn.html);
+    const parameters = redirectParameters(signedIn.location);
+    assert.equal(parameters.get('state'), state);
+    const tokens = await exchangeCode(server.url, {
+      client_id: largest.clientName,
+      code: parameters.get('code') ?? '',
+      redirect_uri: largest.redirectUri,
+      code_verifier: verifier,
+    });
+    assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
+  });
+
+  for (const [name, overrides, stateBack] of [
+    ['a state one character too long', { state: 'a'.repeat(MAX_STATE_LENGTH + 1) }, null],
+    // The shape that made a form nobody could post: the request fits the server's limits.
+    [
+      'a state of 12,000 characters',
+      { state: 'a'.repeat(12_000), redirect_uri: SPA_REDIRECT, scope: 'api' },
+      null,
+    ],
+    ['a state with a control character', { state: 'a\u0001b' }, null],
+    ['a state beyond ASCII', { state: 'zurück' }, null],
+    ['a scope one character too long', { scope: `api ${'a'.repeat(MAX_SCOPE_LENGTH)}` }, 'state-of-the-app'],
+  ] as const) {
+    test(`${name}: invalid_request back to the app before any form`, async () => {
+      const page = await openAuthorization(server.url, query(pkce().challenge, overrides));
+      assert.equal(page.status, 303, page.html);
+      assert.doesNotMatch(page.html, /<form/);
+      const parameters = redirectParameters(page.location);
+      assert.equal(parameters.get('error'), 'invalid_request');
+      assert.equal(parameters.get('state'), stateBack, 'a refused state is not handed back');
+      assert.equal(parameters.get('code'), null);
+    });
+  }
+});
 
 describe('an expired authorization code', () => {
   let server: TestServer;

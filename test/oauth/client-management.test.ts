@@ -168,6 +168,15 @@ for (const backend of backends())
           'redirectUris.0',
         ],
         ['a private-use scheme', { ...valid, redirectUris: ['com.example.app:/cb'] }, 'redirectUris.0'],
+        ...['a;b', 'a,b', "a'b", 'a"b', 'a!b', 'a_b', '-a', 'a-', 'a..b', 'a.'].map(
+          (host): [string, Record<string, unknown>, string] => [
+            `a host that is no host name: ${host}`,
+            { ...valid, redirectUris: [SPA_REDIRECT, `https://${host}.example.test/cb`] },
+            'redirectUris.1',
+          ],
+        ),
+        ['port 0', { ...valid, redirectUris: ['https://app.example.test:0/cb'] }, 'redirectUris.0'],
+        ['loopback port 0', { ...valid, redirectUris: ['http://127.0.0.1:0/cb'] }, 'redirectUris.0'],
         ['a repeated redirect URI', { ...valid, redirectUris: [SPA_REDIRECT, SPA_REDIRECT] }, 'redirectUris'],
         ['another account store', { ...valid, accounts: 'robots' }, 'accounts'],
       ];
@@ -184,6 +193,29 @@ for (const backend of backends())
           assert.equal((await call('GET', `/oauth-clients/${clientName}`)).status, 404);
         });
       }
+
+      test('redirect URIs of every valid shape are still registered', async () => {
+        const redirectUris = [
+          'https://app.example.test/cb',
+          'https://a-b.c-d.example.test/cb?x=1',
+          'https://xn--bcher-kva.example/cb',
+          'https://localhost/cb',
+          'https://10.0.0.1:8443/cb',
+          'https://[2001:db8::1]/cb',
+          'http://127.0.0.1/cb',
+          'http://127.0.0.1:65535/cb',
+          'http://[::1]:8080/cb',
+        ];
+        const created = await call('POST', '/oauth-clients', {
+          name: unique('shapes'),
+          type: 'public',
+          grants: ['authorization_code'],
+          accounts: 'user',
+          redirectUris,
+        });
+        assert.equal(created.status, 201, JSON.stringify(created.body));
+        assert.deepEqual(created.body.redirectUris, redirectUris);
+      });
 
       test('a public client has no secret to rotate; a change must leave the client consistent', async () => {
         const { name } = await registerClient(server.url, token, { name: unique('spa'), type: 'public' });

@@ -203,6 +203,11 @@ for (const backend of backends())
           });
         },
         400: () => call('POST /security/authorize', { form: { csrf_token: UNKNOWN_HASH, ...SEEDED_USER } }),
+        403: () =>
+          call('POST /security/authorize', {
+            form: { csrf_token: given.signInForm, ...SEEDED_USER },
+            headers: { 'Sec-Fetch-Site': 'cross-site' },
+          }),
       },
       'security::stylesheet': { reach: () => call('GET /security/sign-in.css') },
       'oauth-client::list': { reach: () => call('GET /oauth-clients', { token: given.superuser }) },

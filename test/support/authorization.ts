@@ -1,8 +1,12 @@
 /** The authorization code flow, driven as a browser and an app drive it, with fetch. */
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
+import { MAX_SCOPE_LENGTH, MAX_STATE_LENGTH } from '../../src/oauth/authorization-endpoint.ts';
+import { MAX_CLIENT_NAME_LENGTH } from '../../src/oauth/client-schemas.ts';
+import { MAX_REDIRECT_URI_LENGTH } from '../../src/oauth/redirect-uri.ts';
 import { adminLogin } from '../accounts/fixtures.ts';
 import { request, SEEDED_ADMIN } from './http.ts';
+import type { TestServer } from './server.ts';
 
 export const SPA_REDIRECT = 'https://app.example.test/callback';
 
@@ -97,11 +101,16 @@ export function csrfTokenOf(html: string): string {
   return match[1];
 }
 
-export async function postSignIn(baseUrl: string, form: Record<string, string>): Promise<PageAnswer> {
+/** Posts the sign-in form; `headers` as a browser would add them (`Origin`, `Sec-Fetch-Site`). */
+export async function postSignIn(
+  baseUrl: string,
+  form: Record<string, string>,
+  headers: Record<string, string> = {},
+): Promise<PageAnswer> {
   return answer(
     await fetch(`${baseUrl}/security/authorize`, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...headers },
       body: new URLSearchParams(form).toString(),
       redirect: 'manual',
     }),
@@ -141,4 +150,35 @@ export function exchangeCode(
     form: { grant_type: 'authorization_code', redirect_uri: SPA_REDIRECT, ...parameters },
     headers,
   });
+}
+
+/** The parameters of the largest authorization request the endpoint accepts. */
+export interface LargestRequest {
+  clientName: string;
+  redirectUri: string;
+  scope: string;
+  /** `"` and `\`, the characters JSON escapes, as many as a state may hold. */
+  state: string;
+}
+
+/**
+ * Registers what the largest authorization request needs: a public client with the longest
+ * name, registered with the longest redirect URI (its query all `\`, which JSON escapes) and
+ * SPA_REDIRECT, and scopes whose names fill the scope parameter to its bound.
+ */
+export async function registerLargestRequest(server: TestServer, superuser: string): Promise<LargestRequest> {
+  const base = 'https://app.example.test/cb?';
+  const clientName = `x${randomBytes(8).toString('hex')}`.padEnd(MAX_CLIENT_NAME_LENGTH, 'x');
+  const redirectUri = base + '\\'.repeat(MAX_REDIRECT_URI_LENGTH - base.length);
+  await registerClient(server.url, superuser, {
+    name: clientName,
+    type: 'public',
+    redirectUris: [redirectUri, SPA_REDIRECT],
+  });
+  const names = Array.from({ length: 10 }, (_, index) => `scope-${index}-`.padEnd(99, 's'));
+  names.push('t'.repeat(MAX_SCOPE_LENGTH - names.join(' ').length - 1));
+  for (const name of names) await server.app.stores.scopes.createIfAbsent({ name, description: name });
+  const scope = names.join(' ');
+  assert.equal(scope.length, MAX_SCOPE_LENGTH);
+  return { clientName, redirectUri, scope, state: '"\\'.repeat(MAX_STATE_LENGTH / 2) };
 }

@@ -8,6 +8,7 @@ import { loadConfig } from '../../src/config/load.ts';
 import { generateKeys } from '../../src/oauth/key-rotation.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
 import { openKeyRingStore } from '../../src/services.ts';
+import { freePort } from './backends.ts';
 
 export type Backend = 'memory' | 'real';
 
@@ -42,8 +43,18 @@ export function isolatedMongoUrl(base: string): string {
  * key and log directories, and a low bcrypt cost so tests stay quick.
  */
 export async function startTestServer(
-  options: { backend?: Backend; env?: Record<string, string>; keysDir?: string } = {},
+  options: {
+    backend?: Backend;
+    env?: Record<string, string>;
+    keysDir?: string;
+    /**
+     * APP_URL is the server's own address, as a browser must see it for the sign-in page to
+     * take its own form's posts (the port is chosen before the start).
+     */
+    ownAppUrl?: boolean;
+  } = {},
 ): Promise<TestServer> {
+  const listenPort = options.ownAppUrl ? await freePort() : 0;
   const root = await mkdtemp(join(tmpdir(), 'token-service-'));
   const keysDir = options.keysDir ?? join(root, 'keys');
   if (!options.keysDir) await generateKeys(openKeyRingStore(keysDir), { force: false });
@@ -56,6 +67,7 @@ export async function startTestServer(
       KEYS_DIR: keysDir,
       LOG_DIR: logDir,
       BCRYPT_COST: '4',
+      ...(options.ownAppUrl ? { APP_URL: `http://127.0.0.1:${listenPort}` } : {}),
       ...(real
         ? { MONGODB_URL: isolatedMongoUrl(process.env.MONGODB_URL ?? ''), REDIS_URL: process.env.REDIS_URL }
         : {}),
@@ -64,7 +76,7 @@ export async function startTestServer(
     readPackageInfo(),
   );
   const app = await createApplication(config, { log: () => undefined });
-  await new Promise<void>((resolve) => app.server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => app.server.listen(listenPort, '127.0.0.1', resolve));
   const { port } = app.server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,

@@ -136,7 +136,16 @@ function configFileSection(): string {
       'headers per route name (`npm run cli -- route:list` shows the names), `"*"` for every route. ' +
       `They are added over the defaults ${defaults.join(', ')}; a route's own entry wins over \`*\`. ` +
       'A name that is not an HTTP token, a value that is not printable text, or a route name no ' +
-      'route has, stops the start.',
+      'route has, stops the start. So does, on any route, a header that frames the message or the ' +
+      'connection (`Content-Length`, `Transfer-Encoding`, `Connection`, `Keep-Alive`, `Upgrade`, ' +
+      '`Host`, `TE`, `Trailer`, `Proxy-*`, `Content-Encoding`, `Content-Range`, `Date`, …), one the ' +
+      'service sets answer by answer (`Content-Type`, `Location`, `WWW-Authenticate`, `Allow`, ' +
+      '`Set-Cookie`), the CORS headers (`Access-Control-*`, from `CORS_ORIGINS` and `cors`) and the ' +
+      'deprecation headers (`Deprecation`, `Sunset`, `Link`, from `deprecations`); and, for one ' +
+      'route, a header that route sets itself (`Cache-Control` and `Pragma` on the token routes, ' +
+      '`Content-Security-Policy`, `X-Frame-Options`, `Referrer-Policy`, … on the sign-in page: ' +
+      'those its responses document in `npm run cli -- openapi:generate`). Names are compared ' +
+      'without regard to case.',
     'cors.maxAge': `seconds browsers may cache a CORS preflight, a whole number from 0 to ${MAX_CORS_MAX_AGE} (default \`${builtIns.cors.maxAge}\`).`,
     deprecations:
       'per route name, `since` and `sunset` (dates; the sunset not before `since`) and `link` ' +

@@ -18,7 +18,10 @@ export function escapeHtml(text: string): string {
  * What every page is sent with. The CSP allows nothing but the service's stylesheet: no
  * script, no frame around the page (clickjacking, RFC 9700 §4.16), no other form target.
  * `form-action` governs the redirect that follows the form's post too, so it names the
- * origin the sign-in sends the browser back to.
+ * origin the sign-in sends the browser back to. `Referrer-Policy: same-origin` keeps the
+ * page's address from every other site, and, unlike `no-referrer` (under which browsers send
+ * `Origin: null` with the form), lets the post say it comes from this origin: the sign-in
+ * refuses posts from anywhere else (login CSRF).
  */
 export function pageHeaders(redirectOrigins: readonly string[] = []): Record<string, string> {
   const formAction = ["'self'", ...redirectOrigins.map(formActionSource)].join(' ');
@@ -27,7 +30,7 @@ export function pageHeaders(redirectOrigins: readonly string[] = []): Record<str
     'X-Frame-Options': 'DENY',
     'Cache-Control': 'no-store',
     Pragma: 'no-cache',
-    'Referrer-Policy': 'no-referrer',
+    'Referrer-Policy': 'same-origin',
     'X-Content-Type-Options': 'nosniff',
   };
 }

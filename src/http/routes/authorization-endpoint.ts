@@ -1,5 +1,9 @@
 import { Type } from '@sinclair/typebox';
-import type { AuthorizationStep } from '../../oauth/authorization-endpoint.ts';
+import {
+  type AuthorizationStep,
+  MAX_SCOPE_LENGTH,
+  MAX_STATE_LENGTH,
+} from '../../oauth/authorization-endpoint.ts';
 import { HTML, HTML_MEDIA_TYPE, pageHeaders, STYLESHEET, STYLESHEET_PATH } from '../pages/page.ts';
 import { AUTHORIZE_PATH, signInPage } from '../pages/sign-in.ts';
 import { type AnyRoute, defineRoute, type HeaderSpec, type Reply, type ResponseSpec } from '../route.ts';
@@ -10,8 +14,19 @@ import { type AnyRoute, defineRoute, type HeaderSpec, type Reply, type ResponseS
  */
 
 const PAGE = Type.String({ description: 'An HTML page' });
+const STYLESHEET_CACHING = 'public, max-age=3600';
 
-/** What every page is sent with (see pageHeaders). */
+const FIXED_PAGE_HEADERS = pageHeaders();
+const fixedPageHeader = (name: string, description: string): HeaderSpec => ({
+  description,
+  schema: Type.Literal(FIXED_PAGE_HEADERS[name] ?? ''),
+  required: true,
+});
+
+/**
+ * What every page is sent with (see pageHeaders). Documented, these are also the headers
+ * CONFIG_FILE cannot set for these routes.
+ */
 const PAGE_HEADERS: Record<string, HeaderSpec> = {
   'Content-Security-Policy': {
     description:
@@ -19,12 +34,11 @@ const PAGE_HEADERS: Record<string, HeaderSpec> = {
     schema: Type.String({ pattern: "^default-src 'none'; .*frame-ancestors 'none'" }),
     required: true,
   },
-  'X-Frame-Options': { description: 'No page is ever framed', schema: Type.Literal('DENY'), required: true },
-  'Cache-Control': {
-    description: 'Pages are never cached',
-    schema: Type.Literal('no-store'),
-    required: true,
-  },
+  'X-Frame-Options': fixedPageHeader('X-Frame-Options', 'No page is ever framed'),
+  'Cache-Control': fixedPageHeader('Cache-Control', 'Pages are never cached'),
+  Pragma: fixedPageHeader('Pragma', 'Pages are never cached, by HTTP/1.0 caches either'),
+  'Referrer-Policy': fixedPageHeader('Referrer-Policy', 'The page address goes to no other site'),
+  'X-Content-Type-Options': fixedPageHeader('X-Content-Type-Options', 'A page is HTML, never sniffed'),
 };
 
 const page = (description: string): ResponseSpec => ({
@@ -62,8 +76,18 @@ const AuthorizationQuery = Type.Object({
     description:
       "One of the client's redirect URIs, exactly (for http://127.0.0.1 and http://[::1], any port)",
   }),
-  scope: Type.String({ description: 'Space-delimited scopes; the only registered scope is `api`' }),
-  state: Type.Optional(Type.String({ description: 'Handed back untouched in the redirect' })),
+  scope: Type.String({
+    maxLength: MAX_SCOPE_LENGTH,
+    description: 'Space-delimited scopes; the only registered scope is `api`',
+  }),
+  state: Type.Optional(
+    Type.String({
+      maxLength: MAX_STATE_LENGTH,
+      pattern: '^[ -~]+$',
+      description:
+        'Handed back untouched in the redirect; visible ASCII and the space (RFC 6749 Appendix A.5)',
+    }),
+  ),
   code_challenge: Type.String({
     pattern: '^[A-Za-z0-9_-]{43}$',
     description: 'RFC 7636: BASE64URL(SHA256(code_verifier))',
@@ -74,13 +98,19 @@ const AuthorizationQuery = Type.Object({
 const SignInBody = Type.Object(
   {
     csrf_token: Type.String({
-      description: 'The one-time value of the form: names the authorization request, used up by this post',
+      description:
+        'The one-time value of the form: names the authorization request, used up once this post has checked the password',
     }),
     username: Type.String({ minLength: 1, maxLength: 320 }),
     password: Type.String({ minLength: 1, maxLength: 1024 }),
   },
   { additionalProperties: false, description: 'The sign-in form, as the browser posts it' },
 );
+
+/** A request header as one string: Node joins a repeated one with commas (set-cookie aside). */
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
+}
 
 function reply(step: AuthorizationStep): Reply {
   if (step.outcome === 'redirect')
@@ -134,14 +164,19 @@ export const authorizationEndpointRoutes: readonly AnyRoute[] = [
         'Invalid credentials: the form again, for the same request; or a page saying the form expired, ' +
           'was used already or is incomplete',
       ),
+      403: page(
+        'The form was posted from another site: a `Sec-Fetch-Site` other than `same-origin`, or an ' +
+          '`Origin` other than that of APP_URL (login CSRF)',
+      ),
       ...FAILURE_PAGES,
     },
-    handler: async ({ body }, { authorizationEndpoint }) =>
+    handler: async ({ body, req }, { authorizationEndpoint }) =>
       reply(
         await authorizationEndpoint.signIn({
           csrfToken: body.csrf_token,
           username: body.username,
           password: body.password,
+          sentFrom: { origin: req.headers.origin, fetchSite: headerValue(req.headers['sec-fetch-site']) },
         }),
       ),
   }),
@@ -157,13 +192,20 @@ export const authorizationEndpointRoutes: readonly AnyRoute[] = [
         description: 'CSS',
         schema: Type.String({ description: 'A stylesheet' }),
         contentType: 'text/css',
+        headers: {
+          'Cache-Control': {
+            description: 'Browsers and caches may keep it for an hour',
+            schema: Type.Literal(STYLESHEET_CACHING),
+            required: true,
+          },
+        },
       },
     },
     handler: () => ({
       status: 200,
       contentType: 'text/css; charset=utf-8',
       text: STYLESHEET,
-      headers: { 'Cache-Control': 'public, max-age=3600' },
+      headers: { 'Cache-Control': STYLESHEET_CACHING },
     }),
   }),
 ];

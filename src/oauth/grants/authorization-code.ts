@@ -1,7 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { InvalidGrant } from '../../errors.ts';
 import { CODE_VERIFIER_PATTERN, verifiesChallenge } from '../pkce.ts';
-import { MAX_REDIRECT_URI_LENGTH } from '../redirect-uri.ts';
+import { isRegisteredRedirectUri, MAX_REDIRECT_URI_LENGTH } from '../redirect-uri.ts';
 import { clientParameters, type Grant, issueTokens, parameterValidator } from './grant.ts';
 
 const parameters = Type.Object(
@@ -42,6 +42,9 @@ export const authorizationCodeGrant: Grant = {
     if (!grant || grant.clientId !== client.id) throw new InvalidGrant('Invalid authorization code');
     if (grant.redirectUri !== redirectUri)
       throw new InvalidGrant('redirect_uri is not the one of the authorization request');
+    // The client may have dropped the URI since the sign-in: a code for it no longer counts.
+    if (!isRegisteredRedirectUri(redirectUri, client.redirectUris))
+      throw new InvalidGrant('redirect_uri is no longer registered for this client');
     if (!verifiesChallenge(verifier, grant.codeChallenge))
       throw new InvalidGrant('code_verifier does not match the code_challenge');
     const account = await deps.sessions.resume(
