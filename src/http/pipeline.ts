@@ -54,7 +54,7 @@ export function createRequestHandler(
       applyHeaders(res, headers);
       applyCors(req, res, cors);
       try {
-        const body = await parseBody(req, options.bodyLimit, route.bodyMediaTypes);
+        const body = route.upload ? undefined : await parseBody(req, options.bodyLimit, route.bodyMediaTypes);
         const identity =
           route.permission === 'public'
             ? { role: 'guest' as const }
@@ -130,10 +130,10 @@ const NO_CORS: CorsPolicy = { origins: [], maxAge: 0 };
 function send(res: ServerResponse, reply: Reply): void {
   res.statusCode = reply.status;
   for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
-  if (reply.body === undefined && reply.text === undefined) {
+  if (reply.body === undefined && reply.text === undefined && reply.bytes === undefined) {
     res.end();
     return;
   }
   res.setHeader('Content-Type', reply.contentType ?? 'application/json');
-  res.end(reply.text ?? JSON.stringify(reply.body));
+  res.end(reply.bytes ?? reply.text ?? JSON.stringify(reply.body));
 }

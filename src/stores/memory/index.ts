@@ -1,5 +1,6 @@
 import type { Stores } from '../stores.ts';
 import { MemoryAccountStore } from './accounts.ts';
+import { MemoryAvatarStore } from './avatars.ts';
 import { MemoryCachingNodeRegistry } from './caching-nodes.ts';
 import { MemoryClientStore, MemoryScopeStore } from './catalog.ts';
 import { MemoryLeaseStore } from './leases.ts';
@@ -9,7 +10,15 @@ import { MemorySeedLedger } from './seed-ledger.ts';
 
 export function memoryCatalogStores(): Pick<
   Stores,
-  'admins' | 'users' | 'clients' | 'scopes' | 'oneTimeTokens' | 'seedLedger' | 'cachingNodes' | 'leases'
+  | 'admins'
+  | 'users'
+  | 'clients'
+  | 'scopes'
+  | 'oneTimeTokens'
+  | 'avatars'
+  | 'seedLedger'
+  | 'cachingNodes'
+  | 'leases'
 > {
   return {
     admins: new MemoryAccountStore(),
@@ -17,6 +26,7 @@ export function memoryCatalogStores(): Pick<
     clients: new MemoryClientStore(),
     scopes: new MemoryScopeStore(),
     oneTimeTokens: new MemoryOneTimeTokenStore(),
+    avatars: new MemoryAvatarStore(),
     seedLedger: new MemorySeedLedger(),
     cachingNodes: new MemoryCachingNodeRegistry(),
     leases: new MemoryLeaseStore(),
