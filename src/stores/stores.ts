@@ -29,3 +29,6 @@ export interface Stores {
   /** Closes connections; safe to call once at shutdown. */
   close(): Promise<void>;
 }
+
+/** The stores MongoDB holds when it is configured, and memory otherwise: all but Redis's. */
+export type CatalogStores = Omit<Stores, 'refreshTokens' | 'codeFlow' | 'close'>;

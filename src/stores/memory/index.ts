@@ -1,4 +1,4 @@
-import type { Stores } from '../stores.ts';
+import type { CatalogStores } from '../stores.ts';
 import { MemoryAccountStore } from './accounts.ts';
 import { MemoryAvatarStore } from './avatars.ts';
 import { MemoryCachingNodeRegistry } from './caching-nodes.ts';
@@ -8,18 +8,7 @@ import { MemoryOneTimeTokenStore } from './one-time-tokens.ts';
 import { MemoryRefreshTokenStore } from './refresh-tokens.ts';
 import { MemorySeedLedger } from './seed-ledger.ts';
 
-export function memoryCatalogStores(): Pick<
-  Stores,
-  | 'admins'
-  | 'users'
-  | 'clients'
-  | 'scopes'
-  | 'oneTimeTokens'
-  | 'avatars'
-  | 'seedLedger'
-  | 'cachingNodes'
-  | 'leases'
-> {
+export function memoryCatalogStores(): CatalogStores {
   return {
     admins: new MemoryAccountStore(),
     users: new MemoryAccountStore(),

@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import type { Stores } from '../stores.ts';
+import type { CatalogStores } from '../stores.ts';
 import { type AccountDoc, foldIdentityKeys, MongoAccountStore } from './accounts.ts';
 import { AVATARS_COLLECTION, type AvatarDoc, MongoAvatarStore } from './avatars.ts';
 import { DEPLOYMENT_COLLECTION, type DeploymentFactDoc, MongoCachingNodeRegistry } from './caching-nodes.ts';
@@ -12,18 +12,7 @@ import {
 } from './one-time-tokens.ts';
 import { MongoSeedLedger, SEED_LEDGER_COLLECTION, type SeedMarkDoc } from './seed-ledger.ts';
 
-export type MongoCatalogStores = Pick<
-  Stores,
-  | 'admins'
-  | 'users'
-  | 'clients'
-  | 'scopes'
-  | 'oneTimeTokens'
-  | 'avatars'
-  | 'seedLedger'
-  | 'cachingNodes'
-  | 'leases'
->;
+export type MongoCatalogStores = CatalogStores;
 
 /**
  * The unique indexes every write path relies on, and the migrations of stored data they
