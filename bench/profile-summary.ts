@@ -59,7 +59,6 @@ const GROUPS: [RegExp, string][] = [
   [/^node:(net|internal\/stream_base_commons|internal\/streams|stream|internal\/net)/, 'node net & streams'],
   [/^node:internal\/(process\/task_queues|async_hooks|timers)|^node:timers/, 'node event loop'],
   [/^node:internal\/url|^node:url/, 'node url'],
-  [/^(polka|@polka\/url|trouter|regexparam)$/, 'polka'],
   [/^@sinclair\/typebox$/, 'typebox'],
   [/^src\/http\//, 'ours: src/http'],
   [/^src\/oauth\//, 'ours: src/oauth'],
