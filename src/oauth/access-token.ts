@@ -74,7 +74,7 @@ export function createAccessTokenService(options: {
   /**
    * An RFC 9068 JWT: the JWS Compact Serialization (RFC 7515 §7.1) of the claims, signed with
    * `node:crypto` on libuv's thread pool, so a signature never holds up the event loop. A
-   * signature is the whole cost of a token; jose (through WebCrypto) spent a tenth more CPU
+   * signature is most of what a token costs; jose (through WebCrypto) spent a tenth more CPU
    * per token around the same signature (docs/benchmarks.md), and the token is simple enough
    * to write directly: a fixed header, and claims of our own making.
    */
