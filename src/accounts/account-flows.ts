@@ -3,6 +3,7 @@ import type { Mailer, MailMessage } from '../mail/mailer.ts';
 import { activationMessage, identityReminderMessage, passwordResetMessage } from '../mail/messages.ts';
 import { digestOneTimeSecret, isOneTimeSecretShaped, newOneTimeSecret } from '../one-time-secrets.ts';
 import { cleanName, newAccountRecord } from './account-record.ts';
+import { checkInput } from './input.ts';
 import type {
   Account,
   AccountChanges,
@@ -12,6 +13,7 @@ import type {
 } from './model.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 import { assertNewPasswordAcceptable } from './password-policy.ts';
+import { ActivationBody, EmailBody, PasswordResetBody, RegisterBody, type RegisterInput } from './schemas.ts';
 import type { Sessions } from './sessions.ts';
 
 export interface AccountFlowsOptions {
@@ -31,6 +33,9 @@ export interface AccountFlowsOptions {
 }
 
 export type AccountFlows = ReturnType<typeof createAccountFlows>;
+
+/** The address a mail request names, as `{email}` is checked. */
+const checkedEmail = (email: string): string => checkInput(EmailBody, { email }).email;
 
 const LINK_PATHS: Record<OneTimeTokenPurpose, string> = {
   activation: '/account/activate/',
@@ -126,13 +131,8 @@ export function createAccountFlows(options: AccountFlowsOptions) {
      * when an activated account has the address. When the mail fails, nothing of this
      * registration remains (503).
      */
-    async register(input: {
-      identity: string;
-      password: string;
-      passwordConfirm: string;
-      firstName?: string | null;
-      lastName?: string | null;
-    }): Promise<Account> {
+    async register(given: RegisterInput): Promise<Account> {
+      const input = checkInput(RegisterBody, given);
       assertNewPasswordAcceptable({ ...input, confirmRequired: true });
       const time = now();
       const registration = {
@@ -159,7 +159,7 @@ export function createAccountFlows(options: AccountFlowsOptions) {
 
     /** Mails a new activation link if the address belongs to a pending account; otherwise nothing. */
     async resendActivation(email: string): Promise<void> {
-      const account = await users.findByIdentity(email);
+      const account = await users.findByIdentity(checkedEmail(email));
       if (account?.status === 'pending') await sendActivation(account);
     },
 
@@ -170,6 +170,7 @@ export function createAccountFlows(options: AccountFlowsOptions) {
      * good; a wrong password leaves the link usable.
      */
     async activate(hash: string, password: string): Promise<Account> {
+      checkInput(ActivationBody, { password });
       const { token: found, invalid } = await linkToken('activation', hash, 'find');
       const registered = await users.findById(found.accountId);
       if (registered?.status !== 'pending') throw invalid;
@@ -187,14 +188,14 @@ export function createAccountFlows(options: AccountFlowsOptions) {
 
     /** Mails the account's identity to the address, if an account has it; otherwise nothing. */
     async recoverIdentity(email: string): Promise<void> {
-      const account = await users.findByIdentity(email);
+      const account = await users.findByIdentity(checkedEmail(email));
       if (!account || account.status === 'deleted') return;
       await mailer.send(identityReminderMessage({ appName: options.appName, to: account }));
     },
 
     /** Mails a reset link if the address belongs to an active account; otherwise nothing. */
     async requestPasswordReset(email: string): Promise<void> {
-      const account = await users.findByIdentity(email);
+      const account = await users.findByIdentity(checkedEmail(email));
       if (account?.status !== 'active') return;
       await mailLink('reset', account, (link, hash) =>
         passwordResetMessage({
@@ -220,7 +221,8 @@ export function createAccountFlows(options: AccountFlowsOptions) {
      * after the new password passed every check, so a rejected password does not burn it.
      * Every session of the account ends, and its other reset links are forgotten.
      */
-    async resetPassword(hash: string, input: { password: string; passwordConfirm: string }): Promise<void> {
+    async resetPassword(hash: string, given: { password: string; passwordConfirm: string }): Promise<void> {
+      const input = checkInput(PasswordResetBody, given);
       const { token, invalid } = await linkToken('reset', hash, 'find');
       const account = await users.findById(token.accountId);
       if (account?.status !== 'active') throw invalid;
