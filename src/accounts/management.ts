@@ -29,7 +29,7 @@ import {
   assertMayView,
   ownAccountOf,
 } from './permissions.ts';
-import { OwnProfileBody, UpdateAdminBody, UpdateUserBody } from './schemas.ts';
+import { CurrentPasswordBody, OwnProfileBody, UpdateAdminBody, UpdateUserBody } from './schemas.ts';
 import type { Sessions } from './sessions.ts';
 
 /**
@@ -252,8 +252,16 @@ export function createAccountManagement(deps: {
       return write(account, changes);
     },
 
-    async removeOwn(actor: Actor): Promise<void> {
-      await erase(own(actor, 'delete-own'));
+    /**
+     * Deletes the caller's own account (see erase). It takes the current password, so that a
+     * stolen access token alone cannot destroy the account: a wrong one is refused as on a
+     * password change (400, `errors.currentPassword`), and nothing changes.
+     */
+    async removeOwn(actor: Actor, given: { currentPassword: string }): Promise<void> {
+      const account = own(actor, 'delete-own');
+      const { currentPassword } = checkInput(CurrentPasswordBody, given);
+      await assertCurrentPassword(passwords, account, currentPassword);
+      await erase(account);
     },
   };
 }

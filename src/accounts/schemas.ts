@@ -122,6 +122,11 @@ export const OwnProfileBody = body(
   'Names to change; to change the password also currentPassword, password and passwordConfirm',
 );
 
+export const CurrentPasswordBody = body(
+  { currentPassword: CurrentPassword },
+  "The account's current password: a stolen access token alone must not be enough",
+);
+
 export const CreateUserBody = body(
   {
     identity: EmailIdentity,

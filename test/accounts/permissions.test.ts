@@ -174,6 +174,7 @@ const CASES: Case[] = [
   {
     route: 'DELETE /users/my-account',
     path: () => '/users/my-account',
+    body: () => ({ currentPassword: PASSWORD }),
     expect: USER_ONLY(204),
   },
   {

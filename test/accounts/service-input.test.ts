@@ -67,6 +67,7 @@ describe('account services validate their own input', () => {
       ['firstName'],
     );
     await refused(() => accounts.user.updateOwn(actor, { lastName: 'line\nbreak' }), ['lastName']);
+    await refused(() => accounts.user.removeOwn(actor, { currentPassword: '' }), ['currentPassword']);
     for (const identity of ['no-address', 'has space', 'roles@example.com'])
       assert.equal(await stores.users.findByIdentity(identity), null);
     assert.equal(await stores.admins.findByIdentity('has space'), null);

@@ -309,11 +309,17 @@ for (const backend of backends())
         400: () => call('PATCH /users/my-account', { token: given.user, json: { status: 'active' } }),
       },
       'user::delete-own': {
-        reach: () => call('DELETE /users/my-account', { token: given.user }),
+        // A wrong password: were it ever to reach the service, it would delete nothing.
+        reach: () =>
+          call('DELETE /users/my-account', { token: given.user, json: { currentPassword: 'not it' } }),
         204: async () => {
           const { access_token } = await userLogin(server.url, (await newUser()).identity);
-          return call('DELETE /users/my-account', { token: access_token });
+          return call('DELETE /users/my-account', {
+            token: access_token,
+            json: { currentPassword: PASSWORD },
+          });
         },
+        400: () => call('DELETE /users/my-account', { token: given.user, json: {} }),
       },
       'user::list': {
         reach: () => call('GET /users?page=1&limit=5&sort=-createdAt', { token: given.admin }),

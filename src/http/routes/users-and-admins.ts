@@ -10,6 +10,7 @@ import { viewAccount } from '../../accounts/representation.ts';
 import {
   CreateAdminBody,
   CreateUserBody,
+  CurrentPasswordBody,
   OwnProfileBody,
   UpdateAdminBody,
   UpdateUserBody,
@@ -60,7 +61,8 @@ const USERS: AccountResource = {
   summaries: {
     'view-own': "The signed-in user's own account",
     'update-own': OWN_PROFILE_SUMMARY,
-    'delete-own': 'Delete own account (anonymised; every token of it is refused from now on)',
+    'delete-own':
+      'Delete own account, with currentPassword (anonymised; every token of it is refused from now on)',
     list: 'List user accounts, paginated (?page, ?limit, ?status, ?sort)',
     create: 'Create a user account (status defaults to active; no mail is sent)',
     view: 'Read a user account (admins: any, deleted ones as their anonymised record; users: their own)',
@@ -141,9 +143,10 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
         ...facts,
         method: 'DELETE',
         path: `${base}/my-account`,
-        responses: { 204: { description: 'Deleted' }, ...problems(401, 403, 503) },
-        async handler({ identity }, { accounts }) {
-          await accounts[kind].removeOwn(identity);
+        body: CurrentPasswordBody,
+        responses: { 204: { description: 'Deleted' }, ...problems(400, 401, 403, 413, 415, 503) },
+        async handler({ identity, body }, { accounts }) {
+          await accounts[kind].removeOwn(identity, body);
           return { status: 204 };
         },
       }),
