@@ -1,16 +1,10 @@
-import { NotFound, ServiceUnavailable, ValidationFailed } from '../errors.ts';
-import type { Mailer, MailMessage } from '../mail/mailer.ts';
+import { ServiceUnavailable, ValidationFailed } from '../errors.ts';
+import type { Mailer } from '../mail/mailer.ts';
 import { activationMessage, identityReminderMessage, passwordResetMessage } from '../mail/messages.ts';
-import { digestOneTimeSecret, isOneTimeSecretShaped, newOneTimeSecret } from '../one-time-secrets.ts';
 import { cleanName, newAccountRecord } from './account-record.ts';
 import { checkInput } from './input.ts';
-import type {
-  Account,
-  AccountChanges,
-  AccountStore,
-  OneTimeTokenPurpose,
-  OneTimeTokenStore,
-} from './model.ts';
+import { createMailedLinks } from './mailed-links.ts';
+import type { Account, AccountChanges, AccountStore, OneTimeTokenStore } from './model.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 import { assertNewPasswordAcceptable } from './password-policy.ts';
 import { ActivationBody, EmailBody, PasswordResetBody, RegisterBody, type RegisterInput } from './schemas.ts';
@@ -37,11 +31,6 @@ export type AccountFlows = ReturnType<typeof createAccountFlows>;
 /** The address a mail request names, as `{email}` is checked. */
 const checkedEmail = (email: string): string => checkInput(EmailBody, { email }).email;
 
-const LINK_PATHS: Record<OneTimeTokenPurpose, string> = {
-  activation: '/account/activate/',
-  reset: '/account/reset-password/',
-};
-
 /**
  * The self-service flows of user accounts: registration and activation, the identity
  * reminder, and the password reset. Mail goes out inside the request; when it cannot be sent
@@ -53,57 +42,24 @@ export function createAccountFlows(options: AccountFlowsOptions) {
   const now = options.now ?? (() => new Date());
   const write = (account: Account, changes: AccountChanges) =>
     options.sessions.write('user', account, changes);
-  const ttl: Record<OneTimeTokenPurpose, number> = {
-    activation: options.activationTtl,
-    reset: options.resetTtl,
-  };
-
-  /**
-   * Stores a new single-use link for the account and mails it. If the mail fails, the link
-   * is deleted again before the failure propagates.
-   */
-  async function mailLink(
-    purpose: OneTimeTokenPurpose,
-    account: Account,
-    compose: (link: string, hash: string) => MailMessage,
-  ): Promise<void> {
-    const { secret: hash, digest } = newOneTimeSecret();
-    const expiresAt = new Date(now().getTime() + ttl[purpose] * 1000);
-    await oneTimeTokens.save({ purpose, digest, accountId: account.id, expiresAt });
-    try {
-      await mailer.send(compose(`${options.appUrl}${LINK_PATHS[purpose]}${hash}`, hash));
-    } catch (error) {
-      await oneTimeTokens.consume(purpose, digest).catch(() => undefined);
-      throw error;
-    }
-  }
+  const links = createMailedLinks({
+    oneTimeTokens,
+    mailer,
+    appUrl: options.appUrl,
+    ttl: { activation: options.activationTtl, reset: options.resetTtl },
+    now,
+  });
 
   const sendActivation = (account: Account) =>
-    mailLink('activation', account, (link, hash) =>
+    links.mail('activation', account, (link, hash) => [
       activationMessage({
         appName: options.appName,
         to: account,
         link,
         hash,
-        validForSeconds: ttl.activation,
+        validForSeconds: links.ttl.activation,
       }),
-    );
-
-  /** The unexpired token behind a link hash, or a 404 naming what is wrong with the link. */
-  async function linkToken(purpose: OneTimeTokenPurpose, hash: string, use: 'find' | 'consume') {
-    const invalid = new NotFound(
-      purpose === 'activation'
-        ? 'This activation link is invalid, has expired or was already used'
-        : 'This password reset link is invalid, has expired or was already used',
-    );
-    if (!isOneTimeSecretShaped(hash)) throw invalid;
-    const digest = digestOneTimeSecret(hash);
-    const token = await (use === 'find'
-      ? oneTimeTokens.find(purpose, digest)
-      : oneTimeTokens.consume(purpose, digest));
-    if (!token) throw invalid;
-    return { token, invalid };
-  }
+    ]);
 
   /** A new registration of a still-pending address: it replaces the old one, links included. */
   async function replaceRegistration(
@@ -171,13 +127,13 @@ export function createAccountFlows(options: AccountFlowsOptions) {
      */
     async activate(hash: string, password: string): Promise<Account> {
       checkInput(ActivationBody, { password });
-      const { token: found, invalid } = await linkToken('activation', hash, 'find');
+      const { token: found, invalid } = await links.token('activation', hash, 'find');
       const registered = await users.findById(found.accountId);
       if (registered?.status !== 'pending') throw invalid;
       if (!(await passwords.verify(password, registered.passwordHash))) {
         throw new ValidationFailed({ password: ['Does not match the password chosen at registration'] });
       }
-      const { token } = await linkToken('activation', hash, 'consume');
+      const { token } = await links.token('activation', hash, 'consume');
       const account = await users.findById(token.accountId);
       if (account?.status !== 'pending' || account.passwordHash !== registered.passwordHash) throw invalid;
       const activated = await write(account, { status: 'active', updatedAt: now() });
@@ -197,20 +153,20 @@ export function createAccountFlows(options: AccountFlowsOptions) {
     async requestPasswordReset(email: string): Promise<void> {
       const account = await users.findByIdentity(checkedEmail(email));
       if (account?.status !== 'active') return;
-      await mailLink('reset', account, (link, hash) =>
+      await links.mail('reset', account, (link, hash) => [
         passwordResetMessage({
           appName: options.appName,
           to: account,
           link,
           hash,
-          validForSeconds: ttl.reset,
+          validForSeconds: links.ttl.reset,
         }),
-      );
+      ]);
     },
 
     /** When the reset link expires; 404 when it is not (or no longer) usable. */
     async checkResetLink(hash: string): Promise<{ expiresAt: Date }> {
-      const { token, invalid } = await linkToken('reset', hash, 'find');
+      const { token, invalid } = await links.token('reset', hash, 'find');
       const account = await users.findById(token.accountId);
       if (account?.status !== 'active') throw invalid;
       return { expiresAt: token.expiresAt };
@@ -223,12 +179,12 @@ export function createAccountFlows(options: AccountFlowsOptions) {
      */
     async resetPassword(hash: string, given: { password: string; passwordConfirm: string }): Promise<void> {
       const input = checkInput(PasswordResetBody, given);
-      const { token, invalid } = await linkToken('reset', hash, 'find');
+      const { token, invalid } = await links.token('reset', hash, 'find');
       const account = await users.findById(token.accountId);
       if (account?.status !== 'active') throw invalid;
       assertNewPasswordAcceptable({ ...input, identity: account.identity, confirmRequired: true });
       const passwordHash = await passwords.hash(input.password);
-      await linkToken('reset', hash, 'consume');
+      await links.token('reset', hash, 'consume');
       await write(account, { passwordHash, updatedAt: now() });
       await oneTimeTokens.deleteForAccount(account.id, 'reset');
     },
