@@ -31,6 +31,9 @@ export type AccountFlows = ReturnType<typeof createAccountFlows>;
 /** The address a mail request names, as `{email}` is checked. */
 const checkedEmail = (email: string): string => checkInput(EmailBody, { email }).email;
 
+/** Seconds a change of address link stays valid: as long as a reset link by default, time to open a mailbox. */
+const IDENTITY_CHANGE_TTL = 3600;
+
 /**
  * The self-service flows of user accounts: registration and activation, the identity
  * reminder, and the password reset. Mail goes out inside the request; when it cannot be sent
@@ -46,7 +49,11 @@ export function createAccountFlows(options: AccountFlowsOptions) {
     oneTimeTokens,
     mailer,
     appUrl: options.appUrl,
-    ttl: { activation: options.activationTtl, reset: options.resetTtl },
+    ttl: {
+      activation: options.activationTtl,
+      reset: options.resetTtl,
+      'identity-change': IDENTITY_CHANGE_TTL,
+    },
     now,
   });
 

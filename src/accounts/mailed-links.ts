@@ -7,11 +7,13 @@ import type { Account, OneTimeToken, OneTimeTokenPurpose, OneTimeTokenStore } fr
 const LINK_PATHS: Record<OneTimeTokenPurpose, string> = {
   activation: '/account/activate/',
   reset: '/account/reset-password/',
+  'identity-change': '/account/change-identity/',
 };
 
 const LINK_NAMES: Record<OneTimeTokenPurpose, string> = {
   activation: 'activation link',
   reset: 'password reset link',
+  'identity-change': 'change of address link',
 };
 
 export type MailedLinks = ReturnType<typeof createMailedLinks>;
@@ -38,16 +40,18 @@ export function createMailedLinks(deps: {
     /**
      * Stores a new link for the account and sends, in order, the messages `compose` makes of
      * it. If one cannot be sent, the link is deleted before the failure propagates, so no
-     * message that went out can act.
+     * message that went out can act. `newIdentity` travels with a change of address link.
      */
     async mail(
       purpose: OneTimeTokenPurpose,
       account: Account,
       compose: (link: string, hash: string) => MailMessage[],
+      newIdentity?: string,
     ): Promise<void> {
       const { secret: hash, digest } = newOneTimeSecret();
       const expiresAt = new Date(deps.now().getTime() + deps.ttl[purpose] * 1000);
-      await oneTimeTokens.save({ purpose, digest, accountId: account.id, expiresAt });
+      const token: OneTimeToken = { purpose, digest, accountId: account.id, expiresAt };
+      await oneTimeTokens.save(newIdentity === undefined ? token : { ...token, newIdentity });
       try {
         for (const message of compose(`${deps.appUrl}${LINK_PATHS[purpose]}${hash}`, hash))
           await mailer.send(message);
