@@ -2,6 +2,7 @@ import { ServiceUnavailable, ValidationFailed } from '../errors.ts';
 import type { Mailer } from '../mail/mailer.ts';
 import { activationMessage, identityReminderMessage, passwordResetMessage } from '../mail/messages.ts';
 import { cleanName, newAccountRecord } from './account-record.ts';
+import { createIdentityChange } from './identity-change.ts';
 import { checkInput } from './input.ts';
 import { createMailedLinks } from './mailed-links.ts';
 import type { Account, AccountChanges, AccountStore, OneTimeTokenStore } from './model.ts';
@@ -17,7 +18,7 @@ export interface AccountFlowsOptions {
   passwords: Pick<PasswordHasher, 'hash' | 'verify'>;
   mailer: Mailer;
   appName: string;
-  /** `{base_url}`: mail links are `{appUrl}/account/activate/{hash}` and `{appUrl}/account/reset-password/{hash}`. */
+  /** `{base_url}`: mail links are `{appUrl}/account/<activate|reset-password|change-identity>/{hash}`. */
   appUrl: string;
   /** Seconds an activation link stays valid. */
   activationTtl: number;
@@ -36,9 +37,9 @@ const IDENTITY_CHANGE_TTL = 3600;
 
 /**
  * The self-service flows of user accounts: registration and activation, the identity
- * reminder, and the password reset. Mail goes out inside the request; when it cannot be sent
- * (503) everything the request prepared is undone first, so the same request can be retried:
- * a registration leaves no account, a reset request no usable link.
+ * reminder, the password reset and the change of address. Mail goes out inside the request;
+ * when it cannot be sent (503) everything the request prepared is undone first, so the same
+ * request can be retried: a registration leaves no account, a reset request no usable link.
  */
 export function createAccountFlows(options: AccountFlowsOptions) {
   const { users, oneTimeTokens, passwords, mailer } = options;
@@ -87,6 +88,17 @@ export function createAccountFlows(options: AccountFlowsOptions) {
   }
 
   return {
+    ...createIdentityChange({
+      users,
+      oneTimeTokens,
+      passwords,
+      mailer,
+      links,
+      write,
+      appName: options.appName,
+      now,
+    }),
+
     /**
      * Creates a pending user and mails the activation link. Registering an address that is
      * still pending replaces that registration (password, names; earlier links die), so

@@ -127,6 +127,11 @@ export const CurrentPasswordBody = body(
   "The account's current password: a stolen access token alone must not be enough",
 );
 
+export const IdentityChangeBody = body(
+  { identity: EmailIdentity, currentPassword: CurrentPassword },
+  'The new e-mail address, which the confirmation link is sent to, and the current password',
+);
+
 export const CreateUserBody = body(
   {
     identity: EmailIdentity,
