@@ -133,7 +133,10 @@ for (const backend of backends())
     }
 
     /** The hash of the last link of `kind` mailed to `identity`. */
-    async function mailedHash(identity: string, kind: '/account/activate/' | '/account/reset-password/') {
+    async function mailedHash(
+      identity: string,
+      kind: '/account/activate/' | '/account/reset-password/' | '/account/change-identity/',
+    ) {
       return linkIn(lastMailTo(await readMailDir(server.logDir), identity).parsed, kind).hash;
     }
 
@@ -141,6 +144,19 @@ for (const backend of backends())
       const { identity } = await newUser();
       await expectStatus(call('POST /account/reset-password', { json: { email: identity } }), 200);
       return mailedHash(identity, '/account/reset-password/');
+    }
+
+    /** A fresh user's change of address link to `identity`. */
+    async function changeIdentityHash(identity: string): Promise<string> {
+      const { access_token } = await userLogin(server.url, (await newUser()).identity);
+      await expectStatus(
+        call('POST /users/my-account/identity', {
+          token: access_token,
+          json: { identity, currentPassword: PASSWORD },
+        }),
+        202,
+      );
+      return mailedHash(identity, '/account/change-identity/');
     }
 
     async function expectStatus(step: Call, status: number): Promise<void> {
@@ -309,10 +325,40 @@ for (const backend of backends())
         400: () => call('PATCH /users/my-account', { token: given.user, json: { status: 'active' } }),
       },
       'user::delete-own': {
-        reach: () => call('DELETE /users/my-account', { token: given.user }),
+        // A wrong password: were it ever to reach the service, it would delete nothing.
+        reach: () =>
+          call('DELETE /users/my-account', { token: given.user, json: { currentPassword: 'not it' } }),
         204: async () => {
           const { access_token } = await userLogin(server.url, (await newUser()).identity);
-          return call('DELETE /users/my-account', { token: access_token });
+          return call('DELETE /users/my-account', {
+            token: access_token,
+            json: { currentPassword: PASSWORD },
+          });
+        },
+        400: () => call('DELETE /users/my-account', { token: given.user, json: {} }),
+      },
+      'user::change-identity-own': {
+        reach: () =>
+          call('POST /users/my-account/identity', {
+            token: given.user,
+            json: { identity: `${unique('moved')}@example.com`, currentPassword: PASSWORD },
+          }),
+        400: () => call('POST /users/my-account/identity', { token: given.user, json: {} }),
+      },
+      'account::change-identity': {
+        reach: () =>
+          call(`PATCH /account/change-identity/${UNKNOWN_HASH}`, { json: { currentPassword: PASSWORD } }),
+        200: async () => {
+          const hash = await changeIdentityHash(`${unique('moved')}@example.com`);
+          return call(`PATCH /account/change-identity/${hash}`, { json: { currentPassword: PASSWORD } });
+        },
+        400: () => call(`PATCH /account/change-identity/${UNKNOWN_HASH}`, { json: {} }),
+        // The address was given to another account after the link was mailed.
+        409: async () => {
+          const identity = `${unique('taken')}@example.com`;
+          const hash = await changeIdentityHash(identity);
+          await storeAccount(server.app.stores.users, (p) => server.app.passwords.hash(p), { identity });
+          return call(`PATCH /account/change-identity/${hash}`, { json: { currentPassword: PASSWORD } });
         },
       },
       'user::list': {
@@ -427,6 +473,7 @@ for (const backend of backends())
       switch (status) {
         case 200:
         case 201:
+        case 202:
         case 204:
         case 404:
           return reach;
