@@ -4,6 +4,7 @@ import type { Account, AccountStore } from './accounts/model.ts';
 import type { PasswordHasher } from './accounts/password-hasher.ts';
 import { digestClientSecret } from './oauth/client-authentication.ts';
 import { LEGACY_CLIENT_GRANTS } from './oauth/model.ts';
+import { API_SCOPE } from './oauth/scope.ts';
 import type { Stores } from './stores/stores.ts';
 
 /**
@@ -12,7 +13,7 @@ import type { Stores } from './stores/stores.ts';
  * one still in place.
  */
 export const SEED = {
-  scope: { name: 'api', description: 'The API' },
+  scope: API_SCOPE,
   clients: [
     { name: 'admin', secret: 'admin-client-secret', accountKind: 'admin' as const },
     { name: 'frontend', secret: 'frontend-client-secret', accountKind: 'user' as const },
