@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { newAccountRecord } from './accounts/account-record.ts';
 import type { Account, AccountStore } from './accounts/model.ts';
 import type { PasswordHasher } from './accounts/password-hasher.ts';
 import { digestClientSecret } from './oauth/client-authentication.ts';
+import { newClientRecord } from './oauth/client-record.ts';
 import { LEGACY_CLIENT_GRANTS } from './oauth/model.ts';
 import { API_SCOPE } from './oauth/scope.ts';
 import type { Stores } from './stores/stores.ts';
@@ -46,20 +46,20 @@ const CLIENTS_AND_ACCOUNTS: readonly SeedRecord[] = [
     ({ name, secret, accountKind }): SeedRecord => ({
       key: `client:${name}`,
       present: async (stores) => (await stores.clients.findByName(name)) !== null,
-      create: (stores) => {
-        const now = new Date();
-        return stores.clients.createIfAbsent({
-          id: randomUUID(),
-          name,
-          type: 'confidential',
-          secretDigest: digestClientSecret(secret),
-          accountKind,
-          redirectUris: [],
-          grants: [...LEGACY_CLIENT_GRANTS],
-          createdAt: now,
-          updatedAt: now,
-        });
-      },
+      create: (stores) =>
+        stores.clients.createIfAbsent(
+          newClientRecord(
+            {
+              name,
+              type: 'confidential',
+              secretDigest: digestClientSecret(secret),
+              accountKind,
+              redirectUris: [],
+              grants: LEGACY_CLIENT_GRANTS,
+            },
+            new Date(),
+          ),
+        ),
     }),
   ),
   seedAccount('admin', (stores) => stores.admins, SEED.admin),

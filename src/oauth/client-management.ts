@@ -1,8 +1,9 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { Conflict, NotFound, ValidationFailed } from '../errors.ts';
 import { type Actor, type Role, requirePermission } from '../identity.ts';
 import type { RuleLock } from '../rule-lock.ts';
 import { digestClientSecret } from './client-authentication.ts';
+import { newClientRecord } from './client-record.ts';
 import type { ClientUpdate, NewClient } from './client-schemas.ts';
 import type { ClientChanges, ClientStore, ClientType, GrantType, OAuthClient } from './model.ts';
 import { redirectUriProblem } from './redirect-uri.ts';
@@ -82,18 +83,17 @@ export function createClientManagement(deps: { clients: ClientStore; ruleLock: R
       const redirectUris = input.redirectUris ?? [];
       assertConsistent(input.type, input.grants, redirectUris);
       const secret = input.type === 'confidential' ? newClientSecret() : undefined;
-      const at = now();
-      const client: OAuthClient = {
-        id: randomUUID(),
-        name: input.name,
-        type: input.type,
-        secretDigest: secret === undefined ? null : digestClientSecret(secret),
-        accountKind: input.accounts,
-        redirectUris: [...redirectUris],
-        grants: [...input.grants],
-        createdAt: at,
-        updatedAt: at,
-      };
+      const client = newClientRecord(
+        {
+          name: input.name,
+          type: input.type,
+          secretDigest: secret === undefined ? null : digestClientSecret(secret),
+          accountKind: input.accounts,
+          redirectUris,
+          grants: input.grants,
+        },
+        now(),
+      );
       if (!(await clients.createIfAbsent(client)))
         throw new Conflict(`A client named "${input.name}" already exists`);
       return { client, secret };
