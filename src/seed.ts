@@ -1,8 +1,8 @@
 import { newAccountRecord } from './accounts/account-record.ts';
 import type { Account, AccountStore } from './accounts/model.ts';
 import type { PasswordHasher } from './accounts/password-hasher.ts';
-import { digestClientSecret } from './oauth/client-authentication.ts';
 import { newClientRecord } from './oauth/client-record.ts';
+import { acceptsSecret, digestClientSecret, previousSecretExpiry } from './oauth/client-secrets.ts';
 import { LEGACY_CLIENT_GRANTS } from './oauth/model.ts';
 import { API_SCOPE } from './oauth/scope.ts';
 import type { Stores } from './stores/stores.ts';
@@ -162,13 +162,25 @@ export async function removedSeedRecords(stores: Stores): Promise<string[]> {
   return removed;
 }
 
-/** The publicly known defaults still in place, for the production start warning. */
+/**
+ * The publicly known defaults still in place, for the production start warning: a seeded
+ * client's secret counts while it is accepted at all, as its current secret or as the one
+ * before a rotation whose overlap has not ended.
+ */
 export async function defaultsStillInPlace(stores: Stores, passwords: PasswordHasher): Promise<string[]> {
   const found: string[] = [];
+  const now = new Date();
   for (const { name, secret } of SEED.clients) {
     const client = await stores.clients.findByName(name);
-    if (client?.secretDigest === digestClientSecret(secret))
-      found.push(`client "${name}" has its default secret`);
+    if (!client || !acceptsSecret(client, secret, now)) continue;
+    // Accepted, but not as the current secret: as the previous one, until the overlap ends.
+    const until =
+      client.secretDigest === digestClientSecret(secret) ? null : previousSecretExpiry(client, now);
+    found.push(
+      until
+        ? `client "${name}" still accepts its default secret, as the one before a rotation, until ${until.toISOString()}`
+        : `client "${name}" has its default secret`,
+    );
   }
   for (const [store, { identity, password }] of [
     [stores.admins, SEED.admin],

@@ -74,6 +74,7 @@ describe('client commands against MongoDB', () => {
         accounts: 'user',
         grants: ['authorization_code', 'refresh_token'],
         redirectUris: [SPA_REDIRECT],
+        previousSecretExpiresAt: null,
         createdAt: 0,
         updatedAt: 0,
       },

@@ -335,6 +335,24 @@ describe('OpenAPI document', () => {
     assert.match(securitySchemes.oauth2.description, /signs in on \/oauth\/authorize/);
   });
 
+  test('an OAuth client documents until when its previous secret works; a rotation, its overlap', () => {
+    const client = document.components.schemas.OAuthClient;
+    assert.deepEqual(client.properties.previousSecretExpiresAt.anyOf, [
+      { type: 'string', format: 'date-time' },
+      { type: 'null' },
+    ]);
+    assert.ok(client.required.includes('previousSecretExpiresAt'));
+    const update =
+      document.paths['/oauth-clients/{name}'].patch.requestBody.content['application/json'].schema;
+    const body = update.$ref ? document.components.schemas[update.$ref.split('/').pop()] : update;
+    assert.deepEqual(
+      { ...body.properties.previousSecretOverlapSeconds, description: undefined },
+      { type: 'integer', minimum: 0, maximum: 604800, default: 86400, description: undefined },
+    );
+    assert.equal(body.properties.retirePreviousSecret.type, 'boolean');
+    assert.equal(body.properties.rotateSecret.type, 'boolean');
+  });
+
   test("the token endpoint's summary names every enabled grant", () => {
     const summary = (grants: string) => documentWith(grants).paths['/security/generate-token'].post.summary;
     assert.equal(

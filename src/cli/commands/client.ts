@@ -100,7 +100,7 @@ export const registerClientCommands: RegisterCommand = (program, loadConfig) => 
     .option('--json', 'print the list as JSON', false)
     .action(async (options: { json: boolean }) => {
       await withClients(loadConfig(), 'reads', async (clients) => {
-        const views = (await clients.list(OPERATOR)).map(viewClient);
+        const views = (await clients.list(OPERATOR)).map((client) => viewClient(client));
         if (options.json) {
           console.log(JSON.stringify(views, null, 2));
           return;
