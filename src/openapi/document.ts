@@ -291,7 +291,7 @@ function describe(route: AnyRoute, deprecation: Deprecation | undefined): string
   return lines.join('\n');
 }
 
-/** polka's `/users/:id` is OpenAPI's `/users/{id}`. */
+/** The router's `/users/:id` is OpenAPI's `/users/{id}`. */
 export function openApiPath(path: string): string {
   return path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 }
