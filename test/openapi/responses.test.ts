@@ -103,6 +103,7 @@ for (const backend of backends())
     /** Accounts and tokens the cases use; filled in before the cases run. */
     const given = {
       spa: '',
+      machine: '',
       signInForm: '',
       superuser: '',
       superuserId: '',
@@ -245,7 +246,12 @@ for (const backend of backends())
         404: () => call('GET /oauth-clients/nobody', { token: given.superuser }),
       },
       'oauth-client::update': {
-        reach: () => call(`PATCH /oauth-clients/${given.spa}`, { token: given.superuser, json: {} }),
+        // A rotation with an overlap: the answer has the new secret and until when the old one works.
+        reach: () =>
+          call(`PATCH /oauth-clients/${given.machine}`, {
+            token: given.superuser,
+            json: { rotateSecret: true, previousSecretOverlapSeconds: 600 },
+          }),
         400: () =>
           call(`PATCH /oauth-clients/${given.spa}`, { token: given.superuser, json: { rotateSecret: true } }),
         404: () => call('PATCH /oauth-clients/nobody', { token: given.superuser, json: {} }),
@@ -514,6 +520,19 @@ for (const backend of backends())
         await adminLogin(server.url, SEEDED_ADMIN.username, SEEDED_ADMIN.password)
       ).access_token;
       given.spa = (await registerClient(server.url, given.superuser, { ...publicClient, name: 'spa' })).name;
+      given.machine = 'machine';
+      await expectStatus(
+        call('POST /oauth-clients', {
+          token: given.superuser,
+          json: {
+            name: given.machine,
+            type: 'confidential',
+            grants: ['client_credentials'],
+            accounts: 'user',
+          },
+        }),
+        201,
+      );
       const page = await send(server.url, {
         method: 'GET',
         path: `/security/authorize?${authorizationQuery(given.spa, pkce().challenge)}`,
