@@ -47,10 +47,8 @@ export interface Reply {
   status: number;
   /** Sent as JSON. */
   body?: unknown;
-  /** Sent as it is, for the media types that are not JSON (a page, a stylesheet). */
-  text?: string;
-  /** Sent as they are: a binary body (an image). */
-  bytes?: Uint8Array;
+  /** Sent as it is, for the media types that are not JSON (a page, a stylesheet, an image). */
+  text?: string | Uint8Array;
   /** Defaults to application/json; resources use application/hal+json. */
   contentType?: string;
   headers?: Record<string, string>;
@@ -80,7 +78,7 @@ export interface HeaderSpec {
  */
 export interface Route<S extends TSchema | undefined = TSchema | undefined> {
   method: HttpMethod;
-  /** polka pattern, e.g. `/users/:id`. */
+  /** A regexparam pattern, e.g. `/users/:id` (see router.ts). */
   path: string;
   name: string;
   summary: string;

@@ -98,6 +98,13 @@ for (const backend of backends())
 
     const avatarOf = (path: string, token: string) => call('GET', path, token);
 
+    /** DELETE /users/my-account, which asks for the password. */
+    const deleteOwnAccount = (token: string) =>
+      call('DELETE', '/users/my-account', token, {
+        body: JSON.stringify({ currentPassword: PASSWORD }),
+        headers: { 'Content-Type': 'application/json' },
+      });
+
     function assertProblem(response: Answer, status: number, detail: RegExp): void {
       assert.equal(response.status, status, response.bytes.toString());
       assert.equal(response.headers.get('content-type'), 'application/problem+json');
@@ -368,7 +375,7 @@ for (const backend of backends())
         assert.ok(await server.app.stores.avatars.find(user.id));
         const deleted =
           deletion === 'self'
-            ? await call('DELETE', '/users/my-account', user.token)
+            ? await deleteOwnAccount(user.token)
             : await call('DELETE', `/users/${user.id}`, admin);
         assert.equal(deleted.status, 204, deleted.bytes.toString());
         assert.equal(await server.app.stores.avatars.find(user.id), null, deletion);
@@ -393,12 +400,12 @@ for (const backend of backends())
         throw new BackendUnavailable('MongoDB');
       };
       try {
-        assert.equal((await call('DELETE', '/users/my-account', user.token)).status, 503);
+        assert.equal((await deleteOwnAccount(user.token)).status, 503);
       } finally {
         avatars.delete = remove;
       }
       assert.equal((await call('GET', '/users/my-account', user.token)).json().status, 'active');
-      assert.equal((await call('DELETE', '/users/my-account', user.token)).status, 204);
+      assert.equal((await deleteOwnAccount(user.token)).status, 204);
       assert.equal(await avatars.find(user.id), null);
     });
 

@@ -56,7 +56,7 @@ const UPLOAD: Readonly<Record<string, TSchema>> = {
 };
 
 function imageReply(avatar: Avatar): Reply {
-  return { status: 200, contentType: avatar.mediaType, bytes: avatar.bytes, headers: IMAGE_HEADERS };
+  return { status: 200, contentType: avatar.mediaType, text: avatar.bytes, headers: IMAGE_HEADERS };
 }
 
 /** The three routes of one path: `/users/my-account/avatar` or `/users/:id/avatar`. */
