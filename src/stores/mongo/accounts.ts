@@ -12,11 +12,13 @@ import { DuplicateIdentity } from '../../errors.ts';
 import { insertUnique, isDuplicateKey } from './unique.ts';
 
 /** How an account is stored: the UUID as `_id`, plus the folded identity the unique index is on. */
-export type AccountDoc = Omit<Account, 'id' | 'sessionKey'> & {
+export type AccountDoc = Omit<Account, 'id' | 'sessionKey' | 'hasAvatar'> & {
   _id: string;
   identityKey: string;
   /** Absent from documents stored before it existed, which means empty. */
   sessionKey?: string;
+  /** Absent from documents stored before avatars existed, which means none. */
+  hasAvatar?: boolean;
 };
 
 const CHANGEABLE = [
@@ -27,6 +29,7 @@ const CHANGEABLE = [
   'status',
   'roles',
   'sessionKey',
+  'hasAvatar',
   'updatedAt',
 ] as const satisfies readonly (keyof AccountChanges)[];
 
@@ -125,6 +128,7 @@ export class MongoAccountStore implements AccountStore {
       status: account.status,
       roles: [...account.roles],
       sessionKey: account.sessionKey,
+      hasAvatar: account.hasAvatar,
       createdAt: account.createdAt,
       updatedAt: account.updatedAt,
     };
@@ -143,6 +147,7 @@ function toAccount(doc: AccountDoc | null | undefined): Account | null {
     status: doc.status,
     roles: [...(doc.roles ?? [])],
     sessionKey: doc.sessionKey ?? '',
+    hasAvatar: doc.hasAvatar ?? false,
     createdAt: doc.createdAt,
     updatedAt: doc.updatedAt,
   };
