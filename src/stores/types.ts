@@ -167,12 +167,25 @@ export type ConsumeResult =
   | { outcome: 'revoked' }
   | { outcome: 'unknown' };
 
+/** What a presented token is now, as `inspect` reads it: `consume` without the change. */
+export type RefreshTokenState =
+  | { state: 'current'; grant: RefreshTokenGrant }
+  | { state: 'in-flight' }
+  | { state: 'reused'; grant: RefreshTokenGrant }
+  | { state: 'revoked' }
+  | { state: 'unknown' };
+
 export interface RefreshTokenStore {
   /**
    * Starts a family with its first token (generation 0) and returns true; returns false,
    * storing nothing, when the family already exists (a revoked one among them).
    */
   create(grant: RefreshTokenGrant, first: RefreshTokenGeneration): Promise<boolean>;
+  /**
+   * What the token whose MAC the caller has verified is now, changing nothing: what a grant's
+   * checks read before anything is used up. An older generation is `reused`, unrevoked.
+   */
+  inspect(familyId: string, presented: RefreshTokenGeneration): Promise<RefreshTokenState>;
   /**
    * Presents a token whose MAC the caller has verified, atomically: of concurrent calls
    * exactly one gets `consumed` and holds the family for `attempt` until `leaseUntil`

@@ -123,6 +123,25 @@ function refreshTokenContract(open: () => Promise<Harness>): void {
     assert.equal(results.filter((r) => r.outcome === 'in-flight').length, 49);
   });
 
+  test('inspect reads what a token is now and changes nothing, a reused one included', async () => {
+    const g = grant();
+    const t = await issue(store, g);
+    assert.deepEqual(await store.inspect(t.familyId, t), { state: 'current', grant: g });
+    assert.deepEqual(await store.inspect(t.familyId, t), { state: 'current', grant: g });
+    const held = await consumed(store, t);
+    assert.deepEqual(await store.inspect(t.familyId, t), { state: 'in-flight' });
+    const next = await rotated(store, t, held);
+    const older = await store.inspect(t.familyId, t);
+    assert.equal(older.state, 'reused');
+    // Seen, not acted on: the family is not revoked, its current token still works.
+    assert.equal((await store.inspect(next.familyId, next)).state, 'current');
+    assert.equal((await present(store, next)).outcome, 'consumed');
+    assert.deepEqual(await store.inspect(t.familyId, { ...t, generation: 5 }), { state: 'unknown' });
+    assert.deepEqual(await store.inspect(randomUUID(), t), { state: 'unknown' });
+    await store.revokeFamily(t.familyId);
+    assert.deepEqual(await store.inspect(next.familyId, next), { state: 'revoked' });
+  });
+
   test('only the attempt holding the token rotates it', async () => {
     const t = await issue(store, grant());
     const held = await consumed(store, t);

@@ -4,6 +4,7 @@ import type {
   RefreshTokenGeneration,
   RefreshTokenGrant,
   RefreshTokenRotation,
+  RefreshTokenState,
   RefreshTokenStore,
 } from '../types.ts';
 
@@ -44,6 +45,18 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     this.#families.set(grant.familyId, { grant: { ...grant }, current: { ...first }, state: 'unused' });
     this.#index(grant);
     return true;
+  }
+
+  async inspect(familyId: string, presented: RefreshTokenGeneration): Promise<RefreshTokenState> {
+    const family = this.#live(familyId);
+    if (!family) return { state: 'unknown' };
+    if (family.state === 'revoked') return { state: 'revoked' };
+    if (presented.generation < family.current.generation)
+      return { state: 'reused', grant: { ...family.grant } };
+    if (presented.generation > family.current.generation || presented.mac !== family.current.mac)
+      return { state: 'unknown' };
+    if (family.state === 'consumed' && (family.leaseUntil ?? 0) > this.#now()) return { state: 'in-flight' };
+    return { state: 'current', grant: { ...family.grant } };
   }
 
   async consume(

@@ -5,6 +5,7 @@ import type {
   RefreshTokenGeneration,
   RefreshTokenGrant,
   RefreshTokenRotation,
+  RefreshTokenState,
   RefreshTokenStore,
 } from '../types.ts';
 import type { RedisClient } from './connect.ts';
@@ -61,6 +62,19 @@ redis.call('HSET', KEYS[1], 's', 'c', 'a', ARGV[3], 'l', ARGV[4])
 return {'consumed', f[5], f[6], f[7], f[8], f[9], f[10]}
 `;
 
+/** What CONSUME would find, without changing anything. */
+const INSPECT = `
+local f = redis.call('HMGET', KEYS[1], 'g', 'm', 's', 'l', ${GRANT_FIELDS})
+local now = tonumber(ARGV[3])
+if not f[1] or tonumber(f[10]) <= now then return {'unknown'} end
+if f[3] == 'r' then return {'revoked'} end
+local presented, current = tonumber(ARGV[1]), tonumber(f[1])
+if presented < current then return {'reused', f[5], f[6], f[7], f[8], f[9], f[10]} end
+if presented > current or ARGV[2] ~= f[2] then return {'unknown'} end
+if f[3] == 'c' and tonumber(f[4]) > now then return {'in-flight'} end
+return {'current', f[5], f[6], f[7], f[8], f[9], f[10]}
+`;
+
 /** Installs the successor, only while the attempt still holds the family. */
 const ROTATE = `
 local f = redis.call('HMGET', KEYS[1], 's', 'a')
@@ -111,6 +125,7 @@ return 1
 
 const SCRIPTS = {
   create: script(CREATE),
+  inspect: script(INSPECT),
   consume: script(CONSUME),
   rotate: script(ROTATE),
   release: script(RELEASE),
@@ -150,6 +165,20 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
     return created === 1;
   }
 
+  async inspect(familyId: string, presented: RefreshTokenGeneration): Promise<RefreshTokenState> {
+    const reply = await runScript(
+      this.#redis,
+      SCRIPTS.inspect,
+      [this.#familyKey(familyId)],
+      [presented.generation, presented.mac, this.#now()],
+    );
+    if (!Array.isArray(reply)) throw new Error('Unexpected reply from the inspect script');
+    const [state, ...fields] = reply as string[];
+    if (state === 'current' || state === 'reused') return { state, grant: grantOf(familyId, fields) };
+    if (state === 'revoked' || state === 'in-flight') return { state };
+    return { state: 'unknown' };
+  }
+
   async consume(
     familyId: string,
     presented: RefreshTokenGeneration,
@@ -164,18 +193,10 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
       [presented.generation, presented.mac, hold.attempt, hold.leaseUntil, this.#now()],
     );
     if (!Array.isArray(reply)) throw new Error('Unexpected reply from the consume script');
-    const [outcome, clientId, accountKind, subject, scope, credentialStamp, expiresAt] = reply as string[];
-    if ((outcome === 'consumed' || outcome === 'reused') && subject !== undefined) {
-      const grant: RefreshTokenGrant = {
-        familyId,
-        clientId: String(clientId),
-        accountKind: accountKind as AccountKind,
-        subject,
-        scope: String(scope),
-        credentialStamp: String(credentialStamp),
-        expiresAt: Number(expiresAt),
-      };
-      if (outcome === 'reused') await this.#unindex(grant.accountKind, subject, familyId);
+    const [outcome, ...fields] = reply as string[];
+    if (outcome === 'consumed' || outcome === 'reused') {
+      const grant = grantOf(familyId, fields);
+      if (outcome === 'reused') await this.#unindex(grant.accountKind, grant.subject, familyId);
       return { outcome, grant };
     }
     if (outcome === 'revoked' || outcome === 'in-flight') return { outcome };
@@ -244,4 +265,18 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
     const account = createHash('sha256').update(`${kind}:${subject}`).digest('base64url').slice(0, 16);
     return `${this.#prefix}s:{${account}}`;
   }
+}
+
+/** The grant a script returned, its fields in the order of GRANT_FIELDS. */
+function grantOf(familyId: string, fields: string[]): RefreshTokenGrant {
+  const [clientId, accountKind, subject, scope, credentialStamp, expiresAt] = fields;
+  return {
+    familyId,
+    clientId: String(clientId),
+    accountKind: accountKind as AccountKind,
+    subject: String(subject),
+    scope: String(scope),
+    credentialStamp: String(credentialStamp),
+    expiresAt: Number(expiresAt),
+  };
 }
