@@ -19,12 +19,6 @@ export function newFamilyId(): string {
   return randomBytes(16).toString('base64url');
 }
 
-interface PresentedToken {
-  familyId: string;
-  generation: number;
-  mac: string;
-}
-
 function macOf(body: string, key: Buffer): string {
   return createHmac('sha256', key).update(body).digest().subarray(0, MAC_BYTES).toString('base64url');
 }
@@ -44,7 +38,7 @@ function mintRefreshToken(
  * The token's family, generation and MAC, or null for anything that could not have come
  * from us: malformed, a key that is not (or no longer) in the ring, or a MAC that fails.
  */
-function verifyRefreshToken(token: string, keys: RefreshTokenKeys): PresentedToken | null {
+function verifyRefreshToken(token: string, keys: RefreshTokenKeys): PresentedRefreshToken | null {
   const parts = TOKEN.exec(token)?.groups;
   if (!parts) return null;
   const { body = '', familyId = '', generation = '', keyId = '', mac = '' } = parts;
@@ -54,40 +48,58 @@ function verifyRefreshToken(token: string, keys: RefreshTokenKeys): PresentedTok
 }
 
 /** A consumed token's hold on its family: what rotates it, or gives it back. */
-export interface RefreshTokenHold {
+interface RefreshTokenHold {
   familyId: string;
   generation: number;
   /** The consumed token's MAC: what a rollback of its rotation restores. */
   mac: string;
   attempt: string;
-  /** The MAC of the successor once a rotation was tried: it names that rotation to undo. */
-  successorMac?: string;
 }
 
-export type RefreshTokenVerdict =
-  | { outcome: 'consumed'; grant: RefreshTokenGrant; hold: RefreshTokenHold }
-  /** Another refresh holds this very token (a double submit): refuse, revoke nothing. */
-  | { outcome: 'in-flight' }
-  /** An older generation came back: the token leaked, and its family is already revoked. */
-  | { outcome: 'reused'; grant: RefreshTokenGrant }
-  | { outcome: 'revoked' }
-  | { outcome: 'unknown' };
+/** A token whose MAC verified, as the store knows it. */
+export interface PresentedRefreshToken {
+  familyId: string;
+  generation: number;
+  mac: string;
+}
 
-/** Issues refresh tokens into a store and consumes them; the store never sees a raw token. */
-export interface RefreshTokenService {
-  /**
-   * A new family's first token, or, with `rotates`, the successor of the consumed token.
-   * Null when the family was revoked or the hold lost in the meantime.
-   */
+/** What a presented token is now; reading it changes nothing. */
+export type RefreshTokenInspection =
+  /** The family's current token, unused: a refresh may redeem it. */
+  | { state: 'current'; grant: RefreshTokenGrant; presented: PresentedRefreshToken }
+  /** Another refresh holds this very token (a double submit): refuse, revoke nothing. */
+  | { state: 'in-flight' }
+  /** An older generation came back: the token leaked. */
+  | { state: 'reused'; grant: RefreshTokenGrant }
+  | { state: 'revoked' }
+  | { state: 'unknown' };
+
+/** What redeeming a token did: its successor, or why there is none. */
+export type RefreshTokenRedemption =
+  | { outcome: 'rotated'; refreshToken: string }
+  /** `reused`: the family is revoked with that verdict. */
+  | { outcome: 'in-flight' | 'reused' | 'revoked' | 'unknown' };
+
+/** The reading half of the refresh-token service: what a grant's checks may use. */
+export interface RefreshTokenReader {
+  inspectRefreshToken(token: string): Promise<RefreshTokenInspection>;
+}
+
+/** Issues refresh tokens into a store and redeems them; the store never sees a raw token. */
+export interface RefreshTokenService extends RefreshTokenReader {
+  /** A new family's first token; null when a family with that id exists (a revoked one among them). */
   issueRefreshToken(
-    grant: Omit<RefreshTokenGrant, 'familyId' | 'expiresAt'> & {
-      familyId?: string;
-      rotates?: RefreshTokenHold;
-    },
+    grant: Omit<RefreshTokenGrant, 'familyId' | 'expiresAt'> & { familyId?: string },
   ): Promise<string | null>;
-  consumeRefreshToken(token: string): Promise<RefreshTokenVerdict>;
-  /** Gives the token back after a refresh that failed, whatever stage it reached. */
-  releaseRefreshToken(hold: RefreshTokenHold): Promise<void>;
+  /**
+   * The one step of a refresh that changes state: the presented token (as an inspection
+   * found it current) is used up and replaced by its successor, with a new lifetime. A
+   * failure half-way gives the token back, so the client's retry works.
+   */
+  redeemRefreshToken(
+    presented: PresentedRefreshToken,
+    grant: RefreshTokenGrant,
+  ): Promise<RefreshTokenRedemption>;
   revokeFamily(familyId: string): Promise<void>;
 }
 
@@ -99,46 +111,63 @@ export function createRefreshTokenService(options: {
   leaseSeconds: number;
 }): RefreshTokenService {
   const { store, keys, ttlSeconds, leaseSeconds } = options;
+  // Each rotation gets a full lifetime: a family lives as long as it keeps being used.
+  const renewed = (grant: Omit<RefreshTokenGrant, 'expiresAt'>) => ({
+    ...grant,
+    expiresAt: Date.now() + ttlSeconds * 1000,
+  });
+
+  /** Takes the token for one refresh, atomically; the others see it in flight. */
+  async function consume(presented: PresentedRefreshToken) {
+    // 96 random bits: unique among a family's refreshes, and small in the family's record.
+    const attempt = randomBytes(12).toString('base64url');
+    const result = await store
+      .consume(presented.familyId, presented, { attempt, leaseUntil: Date.now() + leaseSeconds * 1000 })
+      .catch((error: unknown) => {
+        // A consume whose reply was lost (a timeout) may still run, later. The release
+        // follows it on the same connection, so the token is not held for the lease.
+        store.release(presented.familyId, attempt).catch(() => undefined);
+        throw error;
+      });
+    return { result, hold: { ...presented, attempt } };
+  }
+
   return {
-    async issueRefreshToken({ rotates, ...fields }) {
-      const familyId = rotates?.familyId ?? fields.familyId ?? newFamilyId();
-      const generation = rotates ? rotates.generation + 1 : 0;
-      const minted = mintRefreshToken(familyId, generation, keys);
-      // Each rotation gets a full lifetime: a family lives as long as it keeps being used.
-      const grant = { ...fields, familyId, expiresAt: Date.now() + ttlSeconds * 1000 };
-      const successor = { generation, mac: minted.mac };
-      if (rotates) rotates.successorMac = minted.mac;
-      const saved = rotates
-        ? await store.rotate(grant, rotates.attempt, successor)
-        : await store.create(grant, successor);
-      return saved ? minted.token : null;
+    async issueRefreshToken(fields) {
+      const familyId = fields.familyId ?? newFamilyId();
+      const minted = mintRefreshToken(familyId, 0, keys);
+      const created = await store.create(renewed({ ...fields, familyId }), {
+        generation: 0,
+        mac: minted.mac,
+      });
+      return created ? minted.token : null;
     },
-    async consumeRefreshToken(token) {
+    async inspectRefreshToken(token) {
       const presented = verifyRefreshToken(token, keys);
-      if (!presented) return { outcome: 'unknown' };
-      // 96 random bits: unique among a family's refreshes, and small in the family's record.
-      const attempt = randomBytes(12).toString('base64url');
-      const result = await store
-        .consume(presented.familyId, presented, { attempt, leaseUntil: Date.now() + leaseSeconds * 1000 })
-        .catch((error: unknown) => {
-          // A consume whose reply was lost (a timeout) may still run, later. The release
-          // follows it on the same connection, so the token is not held for the lease.
-          store.release(presented.familyId, attempt).catch(() => undefined);
-          throw error;
-        });
-      if (result.outcome !== 'consumed') return result;
-      return {
-        outcome: 'consumed',
-        grant: result.grant,
-        hold: { ...presented, attempt },
-      };
+      if (!presented) return { state: 'unknown' };
+      const found = await store.inspect(presented.familyId, presented);
+      return found.state === 'current' ? { ...found, presented } : found;
     },
-    releaseRefreshToken: ({ familyId, attempt, mac, successorMac }) =>
-      store.release(
-        familyId,
-        attempt,
-        successorMac === undefined ? undefined : { successorMac, previousMac: mac },
-      ),
+    async redeemRefreshToken(presented, grant) {
+      const { result, hold } = await consume(presented);
+      if (result.outcome !== 'consumed') return { outcome: result.outcome };
+      const minted = mintRefreshToken(presented.familyId, presented.generation + 1, keys);
+      const successor = { generation: presented.generation + 1, mac: minted.mac };
+      try {
+        // Null: revoked meanwhile (reuse detected, password changed), or the lease was lost.
+        const rotated = await store.rotate(renewed(grant), hold.attempt, successor);
+        return rotated ? { outcome: 'rotated', refreshToken: minted.token } : { outcome: 'revoked' };
+      } catch (error) {
+        // The rotation may have landed with its reply lost: rolled back while nobody has used
+        // the successor, which was never delivered, so the client's retry works.
+        await release(hold, minted.mac);
+        throw error;
+      }
+    },
     revokeFamily: (familyId) => store.revokeFamily(familyId),
   };
+
+  function release({ familyId, attempt, mac }: RefreshTokenHold, successorMac: string): Promise<void> {
+    return store.release(familyId, attempt, { successorMac, previousMac: mac }).catch(() => undefined);
+  }
 }
