@@ -54,7 +54,8 @@ export interface Config {
   accessTokenTtl: number;
   authorizationCodeTtl: number;
   refreshTokenTtl: number;
-  refreshTokenLeaseSeconds: number;
+  /** How long the refresh token a rotation replaced is answered with its successor; 0 for never. */
+  refreshTokenRetrySeconds: number;
   accessTokenAlg: SigningAlgorithm;
   grants: ReadonlySet<GrantType>;
   bcryptCost: number;
@@ -133,6 +134,12 @@ export interface Setting<T = unknown> {
 }
 
 const code = (text: string) => `\`${text}\``;
+
+/**
+ * The longest retry window: time for a client's retries with back-off through a Redis
+ * failover; longer only keeps a replaced token redeemable after its client has given up.
+ */
+const MAX_REFRESH_TOKEN_RETRY_SECONDS = 300;
 
 export const SETTINGS = {
   PORT: {
@@ -273,15 +280,18 @@ export const SETTINGS = {
     envFile: 'commented',
     value: integer(1, 31_536_000),
   },
-  REFRESH_TOKEN_LEASE_SECONDS: {
+  REFRESH_TOKEN_RETRY_SECONDS: {
     section: 'oauth',
     meaning:
-      'How long a refresh holds the token it consumed, seconds: a duplicate within it is refused ' +
-      'without harm; after it, a refresh that never completed (a crash) has freed the token again.',
-    default: '5',
-    notes: 'Longer than a refresh takes, including a backend timeout; short enough for a client to wait out.',
+      'Seconds after a rotation during which the refresh token it replaced, presented again by its ' +
+      'client while the successor is unused, is answered with that same successor; 0 turns retries off.',
+    default: '60',
+    notes:
+      'So a client whose answer was lost, or two tabs refreshing at once, are not signed out. Anything ' +
+      'else that comes back still revokes the family; with 0, so does every retry. At most 300: ' +
+      '[why](security.md#refresh-tokens).',
     envFile: 'commented',
-    value: integer(1, 300),
+    value: integer(0, MAX_REFRESH_TOKEN_RETRY_SECONDS),
   },
   ACCESS_TOKEN_ALG: {
     section: 'oauth',
@@ -509,7 +519,7 @@ export function loadConfig(env: Env, packageInfo: PackageInfo): Config {
     accessTokenTtl: settings.ACCESS_TOKEN_TTL,
     authorizationCodeTtl: settings.AUTHORIZATION_CODE_TTL,
     refreshTokenTtl: settings.REFRESH_TOKEN_TTL,
-    refreshTokenLeaseSeconds: settings.REFRESH_TOKEN_LEASE_SECONDS,
+    refreshTokenRetrySeconds: settings.REFRESH_TOKEN_RETRY_SECONDS,
     accessTokenAlg: settings.ACCESS_TOKEN_ALG,
     bcryptCost: settings.BCRYPT_COST,
     bodyLimit: settings.BODY_LIMIT,

@@ -111,7 +111,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     store: base.stores.refreshTokens,
     keys: keyRing.refreshTokenKeys,
     ttlSeconds: config.refreshTokenTtl,
-    leaseSeconds: config.refreshTokenLeaseSeconds,
+    retrySeconds: config.refreshTokenRetrySeconds,
   });
   const authorizationCodes = createAuthorizationCodeService({
     store: base.stores.authorizations,

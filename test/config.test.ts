@@ -23,6 +23,7 @@ describe('configuration', () => {
     assert.equal(config.bodyLimit, 1024 * 1024);
     assert.equal(config.workers, 1, 'embedded mode runs one worker');
     assert.equal(config.appName, 'svc');
+    assert.equal(config.refreshTokenRetrySeconds, 60);
   });
 
   for (const [name, value] of [
@@ -39,6 +40,7 @@ describe('configuration', () => {
     ['REDIS_URL', 'not a url'],
     ['ERROR_REPORT_IP_WHITELIST', '10.0.0.0/33'],
     ['ERROR_REPORT_TOKENS', 'web:short'],
+    ['REFRESH_TOKEN_RETRY_SECONDS', '301'],
   ] as const) {
     test(`${name}=${value} is refused with a message naming ${name}`, () => {
       assert.throws(

@@ -1,4 +1,11 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHmac,
+  hkdfSync,
+  randomBytes,
+  timingSafeEqual,
+} from 'node:crypto';
 import type { RefreshTokenGrant, RefreshTokenStore } from '../stores/types.ts';
 import type { RefreshTokenKeys } from './key-ring.ts';
 
@@ -44,20 +51,12 @@ function verifyRefreshToken(token: string, keys: RefreshTokenKeys): PresentedRef
   const { body = '', familyId = '', generation = '', keyId = '', mac = '' } = parts;
   const key = keys.byId(keyId);
   if (!key || !timingSafeEqual(Buffer.from(macOf(body, key)), Buffer.from(mac))) return null;
-  return { familyId, generation: Number(generation), mac };
+  return { token, familyId, generation: Number(generation), mac };
 }
 
-/** A consumed token's hold on its family: what rotates it, or gives it back. */
-interface RefreshTokenHold {
-  familyId: string;
-  generation: number;
-  /** The consumed token's MAC: what a rollback of its rotation restores. */
-  mac: string;
-  attempt: string;
-}
-
-/** A token whose MAC verified, as the store knows it. */
+/** A token whose MAC verified: itself, and what the store knows it by. */
 export interface PresentedRefreshToken {
+  token: string;
   familyId: string;
   generation: number;
   mac: string;
@@ -65,20 +64,22 @@ export interface PresentedRefreshToken {
 
 /** What a presented token is now; reading it changes nothing. */
 export type RefreshTokenInspection =
-  /** The family's current token, unused: a refresh may redeem it. */
-  | { state: 'current'; grant: RefreshTokenGrant; presented: PresentedRefreshToken }
-  /** Another refresh holds this very token (a double submit): refuse, revoke nothing. */
-  | { state: 'in-flight' }
-  /** An older generation came back: the token leaked. */
+  /**
+   * A token a refresh may redeem: the family's current one, or (`retry`) the one its last
+   * rotation replaced, back within the retry window while its successor is unused.
+   */
+  | { state: 'current' | 'retry'; grant: RefreshTokenGrant; presented: PresentedRefreshToken }
+  /** An earlier token came back otherwise: it leaked. */
   | { state: 'reused'; grant: RefreshTokenGrant }
   | { state: 'revoked' }
   | { state: 'unknown' };
 
-/** What redeeming a token did: its successor, or why there is none. */
+/** What redeeming a token did: the successor it answers with, or why there is none. */
 export type RefreshTokenRedemption =
-  | { outcome: 'rotated'; refreshToken: string }
+  /** `rotated`: a new successor; `retried`: the one the last rotation made, again. */
+  | { outcome: 'rotated' | 'retried'; refreshToken: string }
   /** `reused`: the family is revoked with that verdict. */
-  | { outcome: 'in-flight' | 'reused' | 'revoked' | 'unknown' };
+  | { outcome: 'reused' | 'revoked' | 'unknown' };
 
 /** The reading half of the refresh-token service: what a grant's checks may use. */
 export interface RefreshTokenReader {
@@ -92,9 +93,9 @@ export interface RefreshTokenService extends RefreshTokenReader {
     grant: Omit<RefreshTokenGrant, 'familyId' | 'expiresAt'> & { familyId?: string },
   ): Promise<string | null>;
   /**
-   * The one step of a refresh that changes state: the presented token (as an inspection
-   * found it current) is used up and replaced by its successor, with a new lifetime. A
-   * failure half-way gives the token back, so the client's retry works.
+   * The one step of a refresh that changes state, atomic in the store: a current token is
+   * replaced by a new successor with a new lifetime; the token a rotation just replaced, or
+   * one a concurrent refresh has just rotated, is answered with that rotation's successor.
    */
   redeemRefreshToken(
     presented: PresentedRefreshToken,
@@ -107,31 +108,15 @@ export function createRefreshTokenService(options: {
   store: RefreshTokenStore;
   keys: RefreshTokenKeys;
   ttlSeconds: number;
-  /** How long a consume holds its token before anyone may consume it again. */
-  leaseSeconds: number;
+  /** How long the token a rotation replaced is answered with its successor; 0 for never. */
+  retrySeconds: number;
 }): RefreshTokenService {
-  const { store, keys, ttlSeconds, leaseSeconds } = options;
+  const { store, keys, ttlSeconds, retrySeconds } = options;
   // Each rotation gets a full lifetime: a family lives as long as it keeps being used.
   const renewed = (grant: Omit<RefreshTokenGrant, 'expiresAt'>) => ({
     ...grant,
     expiresAt: Date.now() + ttlSeconds * 1000,
   });
-
-  /** Takes the token for one refresh, atomically; the others see it in flight. */
-  async function consume(presented: PresentedRefreshToken) {
-    // 96 random bits: unique among a family's refreshes, and small in the family's record.
-    const attempt = randomBytes(12).toString('base64url');
-    const result = await store
-      .consume(presented.familyId, presented, { attempt, leaseUntil: Date.now() + leaseSeconds * 1000 })
-      .catch((error: unknown) => {
-        // A consume whose reply was lost (a timeout) may still run, later. The release
-        // follows it on the same connection, so the token is not held for the lease.
-        store.release(presented.familyId, attempt).catch(() => undefined);
-        throw error;
-      });
-    return { result, hold: { ...presented, attempt } };
-  }
-
   return {
     async issueRefreshToken(fields) {
       const familyId = fields.familyId ?? newFamilyId();
@@ -146,28 +131,75 @@ export function createRefreshTokenService(options: {
       const presented = verifyRefreshToken(token, keys);
       if (!presented) return { state: 'unknown' };
       const found = await store.inspect(presented.familyId, presented);
-      return found.state === 'current' ? { ...found, presented } : found;
+      if (found.state === 'current' || found.state === 'retry')
+        return { state: found.state, grant: found.grant, presented };
+      return found;
     },
     async redeemRefreshToken(presented, grant) {
-      const { result, hold } = await consume(presented);
-      if (result.outcome !== 'consumed') return { outcome: result.outcome };
-      const minted = mintRefreshToken(presented.familyId, presented.generation + 1, keys);
-      const successor = { generation: presented.generation + 1, mac: minted.mac };
-      try {
-        // Null: revoked meanwhile (reuse detected, password changed), or the lease was lost.
-        const rotated = await store.rotate(renewed(grant), hold.attempt, successor);
-        return rotated ? { outcome: 'rotated', refreshToken: minted.token } : { outcome: 'revoked' };
-      } catch (error) {
-        // The rotation may have landed with its reply lost: rolled back while nobody has used
-        // the successor, which was never delivered, so the client's retry works.
-        await release(hold, minted.mac);
-        throw error;
-      }
+      const generation = presented.generation + 1;
+      const successor = mintRefreshToken(presented.familyId, generation, keys);
+      const retry =
+        retrySeconds > 0
+          ? {
+              sealedSuccessor: sealSuccessor(presented, successor.token),
+              until: Date.now() + retrySeconds * 1000,
+            }
+          : undefined;
+      const rotation = await store.rotate(
+        renewed(grant),
+        presented,
+        { generation, mac: successor.mac },
+        retry,
+      );
+      if (rotation.state === 'rotated') return { outcome: 'rotated', refreshToken: successor.token };
+      if (rotation.state !== 'retry') return { outcome: rotation.state };
+      const earlier = openSuccessor(presented, rotation.sealedSuccessor);
+      return earlier ? { outcome: 'retried', refreshToken: earlier } : { outcome: 'unknown' };
     },
     revokeFamily: (familyId) => store.revokeFamily(familyId),
   };
+}
 
-  function release({ familyId, attempt, mac }: RefreshTokenHold, successorMac: string): Promise<void> {
-    return store.release(familyId, attempt, { successorMac, previousMac: mac }).catch(() => undefined);
+/**
+ * The retry record keeps a rotation's successor sealed (AES-256-GCM) under a key derived
+ * (HKDF-SHA-256) from the whole token the rotation replaced. No store holds that token,
+ * only its MAC, so only its holder can open the successor again; the family id and both
+ * generations are the associated data, so a sealed successor opens for its own rotation only.
+ */
+const SEAL = { cipher: 'aes-256-gcm', nonceBytes: 12, tagBytes: 16, info: 'refresh-token retry' } as const;
+
+function sealingKey(previous: PresentedRefreshToken): Buffer {
+  return Buffer.from(hkdfSync('sha256', previous.token, '', SEAL.info, 32));
+}
+
+/** What the seal binds the successor to: its family, and the rotation from the previous generation. */
+function sealedFor(previous: PresentedRefreshToken): Buffer {
+  return Buffer.from(`${previous.familyId}.${previous.generation}.${previous.generation + 1}`);
+}
+
+/** The successor's part after its family id and generation, sealed; base64url of nonce, text, tag. */
+function sealSuccessor(previous: PresentedRefreshToken, successor: string): string {
+  const prefix = `${previous.familyId}.${previous.generation + 1}.`;
+  const nonce = randomBytes(SEAL.nonceBytes);
+  const cipher = createCipheriv(SEAL.cipher, sealingKey(previous), nonce).setAAD(sealedFor(previous));
+  const text = Buffer.concat([cipher.update(successor.slice(prefix.length), 'utf8'), cipher.final()]);
+  return Buffer.concat([nonce, text, cipher.getAuthTag()]).toString('base64url');
+}
+
+/** The successor a retry record sealed for this token, or null when it does not open. */
+function openSuccessor(previous: PresentedRefreshToken, sealed: string): string | null {
+  const bytes = Buffer.from(sealed, 'base64url');
+  if (bytes.length <= SEAL.nonceBytes + SEAL.tagBytes) return null;
+  try {
+    const decipher = createDecipheriv(SEAL.cipher, sealingKey(previous), bytes.subarray(0, SEAL.nonceBytes))
+      .setAAD(sealedFor(previous))
+      .setAuthTag(bytes.subarray(bytes.length - SEAL.tagBytes));
+    const text = Buffer.concat([
+      decipher.update(bytes.subarray(SEAL.nonceBytes, bytes.length - SEAL.tagBytes)),
+      decipher.final(),
+    ]);
+    return `${previous.familyId}.${previous.generation + 1}.${text.toString('utf8')}`;
+  } catch {
+    return null;
   }
 }

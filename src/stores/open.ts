@@ -66,9 +66,8 @@ export async function openStores(options: OpenStoresOptions): Promise<Stores> {
       : undefined;
   return {
     ...(invalidations ? cacheCatalog(catalog, invalidations, options.accountCacheSize) : catalog),
-    // A release gives back a token whose refresh failed: skipping it would strand the token.
     refreshTokens: redisHealth
-      ? guard(new RedisRefreshTokenStore(redis.client), redisHealth, ['release'])
+      ? guard(new RedisRefreshTokenStore(redis.client), redisHealth)
       : new MemoryRefreshTokenStore(),
     authorizations: redisHealth
       ? guard(new RedisAuthorizationStore(redis.client), redisHealth)

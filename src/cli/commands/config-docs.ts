@@ -190,8 +190,8 @@ function connectionsSection(): string {
       '- `READONLY` (a master that Sentinel has since demoted) makes the client reconnect, to the',
       '  master the Sentinels name now.',
       '- No offline queue and no retry of a call in flight: while disconnected a call fails at once',
-      '  with 503, and a refresh whose reply was lost is never replayed (a replay would look like the',
-      '  reuse of a refresh token and end the session).',
+      '  with 503, and a refresh whose reply was lost is never replayed behind the client: its retry',
+      '  with the same token finds what the refresh did.',
     ].join('\n'),
     [
       'Both:',

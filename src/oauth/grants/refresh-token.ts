@@ -27,7 +27,6 @@ const parameters = Type.Object(
 const validate = parameterValidator<Static<typeof parameters>>(parameters);
 
 const ALREADY_USED = 'Refresh token already used';
-const IN_FLIGHT = 'Refresh token is already being used';
 
 /** What the checks of a refresh approve: the token as inspected, its grant, the account, the scope. */
 interface Refresh {
@@ -39,9 +38,12 @@ interface Refresh {
 
 /**
  * RFC 6749 §6 with rotation and reuse detection (RFC 9700 §4.14.2): every refresh redeems
- * the presented token for a new one in the same family; a token presented again after it
- * was rotated means it leaked, so the whole family is revoked. The checks read the token
- * without using it up, so a refusal that means no leak leaves it usable.
+ * the presented token for a new one in the same family. The token a rotation replaced,
+ * presented again by its client within the retry window while its successor is unused, is
+ * answered with that same successor, so a lost answer or two tabs sign nobody out and the
+ * family still has one live token. Any other earlier token means it leaked, so the whole
+ * family is revoked. The checks read the token without using it up, so a refusal that
+ * means no leak leaves it usable.
  */
 export const refreshTokenGrant: Grant<Refresh> = {
   type: 'refresh_token',
@@ -55,9 +57,8 @@ export const refreshTokenGrant: Grant<Refresh> = {
     if (found.state === 'unknown' || found.state === 'revoked')
       throw new InvalidGrant('Invalid refresh token');
     if (found.state === 'reused') throw new TokenLeaked(found.grant.familyId, ALREADY_USED);
-    // Another request is refreshing with this very token (a double submit): it wins, this one
-    // fails, and nothing is revoked, since nothing leaked.
-    if (found.state === 'in-flight') throw new InvalidGrant(IN_FLIGHT);
+    // Current, or the token just rotated coming back (a lost answer, a second tab): a retry
+    // is checked like a first try, and redeemed for the same successor.
     const { grant, presented } = found;
     // RFC 6749 §10.4: the token is bound to its client. Another client holding it means it leaked.
     if (grant.clientId !== client.id)
@@ -75,18 +76,21 @@ export const refreshTokenGrant: Grant<Refresh> = {
   },
 
   async redeem({ presented, grant, account, scope }, client, deps) {
-    const response = await accessTokenResponse(deps, {
-      subject: { kind: grant.accountKind, id: account.id },
-      credentialStamp: grant.credentialStamp,
-      client,
-      scope,
-    });
-    const redeemed = await deps.refreshTokens.redeemRefreshToken(presented, grant);
-    // A concurrent refresh got there first, or the family was revoked meanwhile (reuse
-    // detected, sessions ended): the store has said so atomically, revoking on reuse.
-    if (redeemed.outcome === 'in-flight') throw new InvalidGrant(IN_FLIGHT);
+    // Signed while the store rotates; thrown away if the rotation refuses.
+    const [response, redeemed] = await Promise.all([
+      accessTokenResponse(deps, {
+        subject: { kind: grant.accountKind, id: account.id },
+        credentialStamp: grant.credentialStamp,
+        client,
+        scope,
+      }),
+      deps.refreshTokens.redeemRefreshToken(presented, grant),
+    ]);
+    // Since the checks, the successor was used or the window ended (reuse: the store revoked
+    // the family with that verdict), or the family was revoked (sessions ended).
     if (redeemed.outcome === 'reused') throw new InvalidGrant(ALREADY_USED);
-    if (redeemed.outcome !== 'rotated') throw new InvalidGrant('Invalid refresh token');
+    if (redeemed.outcome !== 'rotated' && redeemed.outcome !== 'retried')
+      throw new InvalidGrant('Invalid refresh token');
     return { ...response, refresh_token: redeemed.refreshToken };
   },
 };

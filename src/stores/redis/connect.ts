@@ -26,8 +26,9 @@ const REDIS_OPTIONS = {
   commandTimeout: 2000,
   enableOfflineQueue: false,
   maxRetriesPerRequest: 0,
-  // A consume whose reply was lost may have run: replaying it would report `reused`
-  // for a legitimate client and revoke its family. Failing with 503 is the honest answer.
+  // A write whose reply was lost may have run: the answer is 503, and the client's retry
+  // finds what it did (a rotation, within the retry window). Replayed behind the client's
+  // back, a rotation would find its own and answer nobody.
   autoResendUnfulfilledCommands: false,
   // Never give up: when Redis comes back the service recovers without a restart.
   retryStrategy: (times) => backoff(times, 100),
