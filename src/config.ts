@@ -48,6 +48,8 @@ export interface Config {
   /** Accounts each process keeps in memory when both backends are set. */
   accountCacheSize: number;
   redisUrl: string | undefined;
+  /** How many Redis replicas confirm each refresh-token change before it is answered, and how fast. */
+  redisReplicaAcks: { replicas: number; timeoutMs: number };
   smtpUrl: string | undefined;
   keysDir: string;
   logDir: string;
@@ -140,6 +142,8 @@ const code = (text: string) => `\`${text}\``;
  * failover; longer only keeps a replaced token redeemable after its client has given up.
  */
 const MAX_REFRESH_TOKEN_RETRY_SECONDS = 300;
+/** Below the 2 s command timeout of redis/connect.ts, with time left for the write itself. */
+const MAX_REPLICA_ACK_TIMEOUT_MS = 1500;
 
 export const SETTINGS = {
   PORT: {
@@ -233,6 +237,25 @@ export const SETTINGS = {
     example: 'redis://:password@redis:6379',
     envFile: 'commented',
     value: redisUrl(),
+  },
+  REDIS_MIN_REPLICA_ACKS: {
+    section: 'storage',
+    meaning:
+      'Replicas that must have a refresh-token change (a sign-in, a rotation, a revocation) before it ' +
+      'is answered; one they do not confirm in time is answered 503, and the client retries.',
+    unset: '1 when `REDIS_URL` names Sentinels (`redis+sentinel://`), otherwise 0',
+    notes:
+      'Redis `WAIT`: a refresh answered 200 survives the loss of the primary. With one replica, ' +
+      'refreshes and sign-ins answer 503 while it is down: [replicas](operations.md#redis-replicas). ' +
+      'Not with `redis+cluster://`, whose writes go to many primaries.',
+    value: integer(0, 16),
+  },
+  REDIS_REPLICA_ACK_TIMEOUT_MS: {
+    section: 'storage',
+    meaning: 'Milliseconds a refresh-token change waits for `REDIS_MIN_REPLICA_ACKS` replicas.',
+    default: '500',
+    notes: `At most ${MAX_REPLICA_ACK_TIMEOUT_MS}: the wait must end before Redis commands time out (2 s).`,
+    value: integer(1, MAX_REPLICA_ACK_TIMEOUT_MS),
   },
   ACCOUNT_CACHE_SIZE: {
     section: 'storage',
@@ -511,6 +534,10 @@ export function loadConfig(env: Env, packageInfo: PackageInfo): Config {
     production: settings.NODE_ENV === 'production',
     mongodbUrl: settings.MONGODB_URL,
     redisUrl: settings.REDIS_URL,
+    redisReplicaAcks: {
+      replicas: replicaAcks(settings.REDIS_URL, settings.REDIS_MIN_REPLICA_ACKS),
+      timeoutMs: settings.REDIS_REPLICA_ACK_TIMEOUT_MS,
+    },
     backendStartupTimeoutMs: settings.BACKEND_STARTUP_TIMEOUT * 1000,
     accountCacheSize: settings.ACCOUNT_CACHE_SIZE,
     smtpUrl: settings.SMTP_URL,
@@ -536,6 +563,18 @@ export function loadConfig(env: Env, packageInfo: PackageInfo): Config {
     cors: { origins: settings.CORS_ORIGINS, maxAge: file.cors?.maxAge ?? DEFAULT_CORS_MAX_AGE },
     responseHeaders: responseHeaders(file),
   };
+}
+
+/**
+ * Replicas each refresh-token change waits for: by default one behind Sentinels, which fail
+ * over to a replica, and none otherwise. A Cluster spreads the writes over several primaries,
+ * which one WAIT cannot follow.
+ */
+function replicaAcks(redisUrl: string | undefined, configured: number | undefined): number {
+  const shape = redisUrl === undefined ? undefined : parseRedisUrl(redisUrl).shape;
+  if (configured !== undefined && configured > 0 && shape === 'cluster')
+    throw new ConfigError('REDIS_MIN_REPLICA_ACKS', 'cannot be used with a redis+cluster:// REDIS_URL');
+  return configured ?? (shape === 'sentinel' ? 1 : 0);
 }
 
 /** Browsers cap a cached preflight lower still (Chromium at 2 hours); beyond a day is a typo. */

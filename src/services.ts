@@ -42,6 +42,7 @@ export async function openAccountServices(config: Config, options: OpenOptions =
   const stores = await openStores({
     mongodbUrl: config.mongodbUrl,
     redisUrl: config.redisUrl,
+    redisReplicaAcks: config.redisReplicaAcks,
     startupTimeoutMs: options.startupTimeoutMs ?? config.backendStartupTimeoutMs,
     log: options.log,
     accountCacheSize: config.accountCacheSize,

@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { MemoryRefreshTokenStore } from '../../src/stores/memory/index.ts';
 import type { RedisClient } from '../../src/stores/redis/connect.ts';
 import { RedisRefreshTokenStore } from '../../src/stores/redis/refresh-tokens.ts';
+import { acknowledgedWrites } from '../../src/stores/redis/writes.ts';
 import type {
   AccountKind,
   RefreshTokenGeneration,
@@ -322,12 +323,18 @@ for (const { label, url: redisUrl } of redisTargets())
     let redis: RedisClient;
 
     refreshTokenContract(async () => {
-      redis = await connectTestRedis(redisUrl ?? '');
+      const connection = await connectTestRedis(redisUrl ?? '');
+      redis = connection.client;
+      // Behind Sentinels, as the service runs there: writes acknowledged by the replica.
+      const writer = label === 'Sentinel' ? await connectTestRedis(redisUrl ?? '') : undefined;
       return {
-        store: new RedisRefreshTokenStore(redis, { prefix }),
+        store: new RedisRefreshTokenStore(redis, {
+          prefix,
+          writes: writer && acknowledgedWrites(writer.client, 1, 1000),
+        }),
         async close() {
           await deleteKeys(redis, `${prefix}*`);
-          await redis.quit();
+          await Promise.all([connection.close(), writer?.close()]);
         },
       };
     });

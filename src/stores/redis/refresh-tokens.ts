@@ -10,6 +10,7 @@ import type {
 } from '../types.ts';
 import type { RedisClient } from './connect.ts';
 import { runScript, script } from './scripts.ts';
+import { immediateWrites, type ScriptWrites } from './writes.ts';
 
 /**
  * Refresh tokens in Redis: one small hash per family, however often it rotates, one for a
@@ -135,11 +136,17 @@ const SCRIPTS = {
 
 export class RedisRefreshTokenStore implements RefreshTokenStore {
   readonly #redis: RedisClient;
+  /** Where every change that an answer depends on goes: acknowledged by replicas, or not. */
+  readonly #writes: ScriptWrites;
   readonly #prefix: string;
   readonly #now: () => number;
 
-  constructor(redis: RedisClient, options: { prefix?: string; now?: () => number } = {}) {
+  constructor(
+    redis: RedisClient,
+    options: { prefix?: string; now?: () => number; writes?: ScriptWrites } = {},
+  ) {
     this.#redis = redis;
+    this.#writes = options.writes ?? immediateWrites(redis);
     this.#prefix = options.prefix ?? 'rt:';
     this.#now = options.now ?? Date.now;
   }
@@ -148,8 +155,7 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
     // Index the family under its account first: if the second step fails, the set only lists
     // a family that does not exist, whereas the other order could leave one revokeSubject misses.
     await this.#index(grant.accountKind, grant.subject, grant.familyId, grant.expiresAt);
-    const created = await runScript(
-      this.#redis,
+    const created = await this.#writes.run(
       SCRIPTS.create,
       [this.#familyKey(grant.familyId)],
       [
@@ -182,11 +188,11 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
     successor: RefreshTokenGeneration,
     retry?: RefreshTokenRetry,
   ): Promise<RefreshTokenRotation> {
-    // Both in one round trip, the index sent first: were only the rotation to land, the
-    // refresh failed, and the client's retry finds the rotation and lists the family again.
+    // Both in one batch, the index sent first: were only the rotation to land, the refresh
+    // failed, and the client's retry finds the rotation and lists the family again.
     const [, reply] = await Promise.all([
       this.#index(grant.accountKind, grant.subject, grant.familyId, grant.expiresAt),
-      runScript(this.#redis, SCRIPTS.rotate, this.#familyKeys(grant.familyId), [
+      this.#writes.run(SCRIPTS.rotate, this.#familyKeys(grant.familyId), [
         presented.generation,
         presented.mac,
         this.#now(),
@@ -205,7 +211,7 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
   }
 
   async revokeFamily(familyId: string): Promise<void> {
-    const account = await runScript(this.#redis, SCRIPTS.revokeFamily, this.#familyKeys(familyId), []);
+    const account = await this.#writes.run(SCRIPTS.revokeFamily, this.#familyKeys(familyId), []);
     if (!Array.isArray(account)) return;
     const [kind, subject] = account as [AccountKind, string];
     await this.#unindex(kind, subject, familyId);
@@ -221,8 +227,7 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
   }
 
   async #index(kind: AccountKind, subject: string, familyId: string, expiresAt: number): Promise<void> {
-    await runScript(
-      this.#redis,
+    await this.#writes.run(
       SCRIPTS.indexFamily,
       [this.#subjectKey(kind, subject)],
       [familyId, expiresAt, this.#now()],
