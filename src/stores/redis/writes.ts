@@ -25,28 +25,44 @@ interface PendingWrite {
 }
 
 /**
+ * Batches out at once. The second waits in Redis behind the first one's WAIT, so the
+ * replicas' confirmations follow each other without a round trip to this process between
+ * them (measured: with one batch out, refreshes behind Sentinels ran at 0.8 times the rate
+ * without replicas; with two, at the same rate). A write thus waits for at most two WAITs,
+ * which REDIS_REPLICA_ACK_TIMEOUT_MS keeps within the command timeout.
+ */
+const BATCHES_OUT = 2;
+
+/**
  * Writes that count only once `replicas` replicas have them, so that a failover to one of
  * them loses none of them: Redis `WAIT`, which covers every earlier write of the connection
  * it is sent on. WAIT holds up that connection until it returns, so these writes have a
- * connection of their own. They travel in batches, one at a time: the scripts of every write
- * that arrived while the previous batch was out, then one WAIT for all of them, in one
- * pipeline (so on one connection, even across a reconnection). A batch the replicas do not
- * confirm within `timeoutMs` fails every write in it with NotReplicated (503): it was made on
- * the primary and may still reach the replicas, and the client's retry finds it there.
+ * connection of their own. They travel in batches: the scripts of every write that arrived
+ * while earlier batches were out, then one WAIT for all of them, in one pipeline (so on one
+ * connection, even across a reconnection). A batch the replicas do not confirm within
+ * `timeoutMs` fails every write in it with NotReplicated (503): it was made on the primary
+ * and may still reach the replicas, and the client's retry finds it there.
  */
 export function acknowledgedWrites(redis: RedisClient, replicas: number, timeoutMs: number): ScriptWrites {
   // A Cluster's writes go to many primaries; one WAIT covers one connection to one of them.
   if (redis instanceof Cluster)
     throw new Error('Writes acknowledged by replicas need one primary, not a Cluster');
   let queue: PendingWrite[] = [];
-  let sending = false;
+  let out = 0;
+  let scheduled = false;
 
-  async function sendBatches(): Promise<void> {
-    try {
-      while (queue.length > 0) await sendBatch();
-    } finally {
-      sending = false;
-    }
+  /** Sends the queue as the next batch once a batch may go out; writes of one tick go together. */
+  function schedule(): void {
+    if (scheduled || out >= BATCHES_OUT || queue.length === 0) return;
+    scheduled = true;
+    process.nextTick(() => {
+      scheduled = false;
+      out++;
+      sendBatch().finally(() => {
+        out--;
+        schedule();
+      });
+    });
   }
 
   async function sendBatch(): Promise<void> {
@@ -77,10 +93,7 @@ export function acknowledgedWrites(redis: RedisClient, replicas: number, timeout
     run(s, keys, args) {
       return new Promise((resolve, reject) => {
         queue.push({ s, keys, args, asText: false, resolve, reject });
-        if (sending) return;
-        sending = true;
-        // Writes made in the same tick share the first batch too.
-        process.nextTick(() => void sendBatches());
+        schedule();
       });
     },
   };
