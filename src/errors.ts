@@ -187,6 +187,16 @@ export class DuplicateIdentity extends Conflict {
   }
 }
 
+/**
+ * A change the backend made, but fewer of its replicas confirmed in time than the change needs
+ * to survive the loss of the primary: it is not a success, and the request may be retried.
+ */
+export class NotReplicated extends ServiceUnavailable {
+  constructor(backend: string) {
+    super(`The ${backend} replicas did not confirm the change in time; try again shortly`);
+  }
+}
+
 /** Thrown by a store adapter when its backend cannot be reached; the HTTP layer answers 503. */
 export class BackendUnavailable extends ServiceUnavailable {
   constructor(backend: string) {

@@ -61,6 +61,7 @@ export async function openAccountServices(config: Config, options: OpenOptions =
   const stores = await openStores({
     mongodbUrl: config.mongodbUrl,
     redisUrl: config.redisUrl,
+    redisReplicaAcks: config.redisReplicaAcks,
     startupTimeoutMs: options.startupTimeoutMs ?? config.backendStartupTimeoutMs,
     log: options.log,
     accountCacheSize: config.accountCacheSize,
@@ -143,7 +144,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     store: base.stores.refreshTokens,
     keys: keyRing.refreshTokenMacKeys,
     ttlSeconds: config.refreshTokenTtl,
-    leaseSeconds: config.refreshTokenLeaseSeconds,
+    retrySeconds: config.refreshTokenRetrySeconds,
   });
   const authorizationCodes = createAuthorizationCodeService({
     store: base.stores.codeFlow,

@@ -24,6 +24,24 @@ describe('configuration', () => {
     assert.equal(config.bodyLimit, 1024 * 1024);
     assert.equal(config.workers, 1, 'embedded mode runs one worker');
     assert.equal(config.appName, 'svc');
+    assert.equal(config.refreshTokenRetrySeconds, 60);
+    assert.deepEqual(config.redisReplicaAcks, { replicas: 0, timeoutMs: 500 });
+  });
+
+  test('REDIS_MIN_REPLICA_ACKS: 1 behind Sentinels, 0 otherwise, unless set; never with a Cluster', () => {
+    const acks = (env: Record<string, string>) => loadConfig(env, pkg).redisReplicaAcks.replicas;
+    assert.equal(acks({ REDIS_URL: 'redis+sentinel://s1:26379,s2:26379/tokenservice' }), 1);
+    assert.equal(
+      acks({ REDIS_URL: 'redis+sentinel://s1:26379/tokenservice', REDIS_MIN_REPLICA_ACKS: '0' }),
+      0,
+    );
+    assert.equal(acks({ REDIS_URL: 'redis://redis:6379' }), 0);
+    assert.equal(acks({ REDIS_URL: 'redis://redis:6379', REDIS_MIN_REPLICA_ACKS: '2' }), 2);
+    assert.equal(acks({ REDIS_URL: 'redis+cluster://n1:7000,n2:7001' }), 0);
+    assert.throws(
+      () => acks({ REDIS_URL: 'redis+cluster://n1:7000', REDIS_MIN_REPLICA_ACKS: '1' }),
+      (error: unknown) => error instanceof ConfigError && error.message.includes('REDIS_MIN_REPLICA_ACKS'),
+    );
   });
 
   for (const [name, value] of [
@@ -40,6 +58,9 @@ describe('configuration', () => {
     ['REDIS_URL', 'not a url'],
     ['ERROR_REPORT_IP_WHITELIST', '10.0.0.0/33'],
     ['ERROR_REPORT_TOKENS', 'web:short'],
+    ['REFRESH_TOKEN_RETRY_SECONDS', '301'],
+    ['REDIS_REPLICA_ACK_TIMEOUT_MS', '0'],
+    ['REDIS_REPLICA_ACK_TIMEOUT_MS', '901'],
   ] as const) {
     test(`${name}=${value} is refused with a message naming ${name}`, () => {
       assert.throws(

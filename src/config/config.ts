@@ -34,13 +34,16 @@ export interface Config {
   /** Accounts each process keeps in memory when both backends are set. */
   accountCacheSize: number;
   redisUrl: string | undefined;
+  /** How many Redis replicas confirm each refresh-token change before it is answered, and how fast. */
+  redisReplicaAcks: { replicas: number; timeoutMs: number };
   smtpUrl: string | undefined;
   keysDir: string;
   logDir: string;
   accessTokenTtl: number;
   authorizationCodeTtl: number;
   refreshTokenTtl: number;
-  refreshTokenLeaseSeconds: number;
+  /** How long the refresh token a rotation replaced is answered with its successor; 0 for never. */
+  refreshTokenRetrySeconds: number;
   accessTokenAlg: SigningAlgorithm;
   grants: ReadonlySet<GrantType>;
   bcryptCost: number;

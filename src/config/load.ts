@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
-import type { Config, ServiceDescription } from './config.ts';
+import { parseRedisUrl } from '../stores/redis/url.ts';
+import { type Config, ConfigError, type ServiceDescription } from './config.ts';
 import { deprecations, responseHeaders } from './config-file.ts';
 import type { Setting, ValueKind } from './setting.ts';
 import { SETTINGS, type SettingName } from './settings.ts';
@@ -79,6 +80,10 @@ export function loadConfig(env: Env, packageInfo: PackageInfo): Config {
     production: settings.NODE_ENV === 'production',
     mongodbUrl: settings.MONGODB_URL,
     redisUrl: settings.REDIS_URL,
+    redisReplicaAcks: {
+      replicas: replicaAcks(settings.REDIS_URL, settings.REDIS_MIN_REPLICA_ACKS),
+      timeoutMs: settings.REDIS_REPLICA_ACK_TIMEOUT_MS,
+    },
     backendStartupTimeoutMs: settings.BACKEND_STARTUP_TIMEOUT * 1000,
     accountCacheSize: settings.ACCOUNT_CACHE_SIZE,
     smtpUrl: settings.SMTP_URL,
@@ -87,7 +92,7 @@ export function loadConfig(env: Env, packageInfo: PackageInfo): Config {
     accessTokenTtl: settings.ACCESS_TOKEN_TTL,
     authorizationCodeTtl: settings.AUTHORIZATION_CODE_TTL,
     refreshTokenTtl: settings.REFRESH_TOKEN_TTL,
-    refreshTokenLeaseSeconds: settings.REFRESH_TOKEN_LEASE_SECONDS,
+    refreshTokenRetrySeconds: settings.REFRESH_TOKEN_RETRY_SECONDS,
     accessTokenAlg: settings.ACCESS_TOKEN_ALG,
     bcryptCost: settings.BCRYPT_COST,
     bodyLimit: settings.BODY_LIMIT,
@@ -105,4 +110,16 @@ export function loadConfig(env: Env, packageInfo: PackageInfo): Config {
     cors: { origins: settings.CORS_ORIGINS, maxAge: file.cors?.maxAge ?? FILE_DEFAULTS.cors.maxAge },
     responseHeaders: responseHeaders(file, FILE_DEFAULTS),
   };
+}
+
+/**
+ * Replicas each refresh-token change waits for: by default one behind Sentinels, which fail
+ * over to a replica, and none otherwise. A Cluster spreads the writes over several primaries,
+ * which one WAIT cannot follow.
+ */
+function replicaAcks(redisUrl: string | undefined, configured: number | undefined): number {
+  const shape = redisUrl === undefined ? undefined : parseRedisUrl(redisUrl).shape;
+  if (configured !== undefined && configured > 0 && shape === 'cluster')
+    throw new ConfigError('REDIS_MIN_REPLICA_ACKS', 'cannot be used with a redis+cluster:// REDIS_URL');
+  return configured ?? (shape === 'sentinel' ? 1 : 0);
 }

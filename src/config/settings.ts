@@ -20,6 +20,17 @@ import {
   text,
 } from './value-kinds.ts';
 
+/**
+ * The longest retry window: time for a client's retries with back-off through a Redis
+ * failover; longer only keeps a replaced token redeemable after its client has given up.
+ */
+const MAX_REFRESH_TOKEN_RETRY_SECONDS = 300;
+/**
+ * A write may wait for two WAITs back to back (stores/redis/writes.ts): both within the 2 s
+ * command timeout of stores/redis/connect.ts, with time left for the writes themselves.
+ */
+const MAX_REPLICA_ACK_TIMEOUT_MS = 900;
+
 export const SETTINGS = {
   PORT: {
     section: 'service',
@@ -119,6 +130,25 @@ export const SETTINGS = {
       parseRedisUrl,
     ),
   },
+  REDIS_MIN_REPLICA_ACKS: {
+    section: 'storage',
+    meaning:
+      'Replicas that must have a refresh-token change (a sign-in, a rotation, a revocation) before it ' +
+      'is answered; one they do not confirm in time is answered 503, and the client retries.',
+    unset: '1 when `REDIS_URL` names Sentinels (`redis+sentinel://`), otherwise 0',
+    notes:
+      'Redis `WAIT`: a refresh answered 200 survives the loss of the primary. With one replica, ' +
+      'refreshes and sign-ins answer 503 while it is down: [replicas](operations.md#redis-replicas). ' +
+      'Not with `redis+cluster://`, whose writes go to many primaries.',
+    value: integer(0, 16),
+  },
+  REDIS_REPLICA_ACK_TIMEOUT_MS: {
+    section: 'storage',
+    meaning: 'Milliseconds a refresh-token change waits for `REDIS_MIN_REPLICA_ACKS` replicas.',
+    default: '500',
+    notes: `At most ${MAX_REPLICA_ACK_TIMEOUT_MS}: two waits back to back must end before Redis commands time out (2 s).`,
+    value: integer(1, MAX_REPLICA_ACK_TIMEOUT_MS),
+  },
   ACCOUNT_CACHE_SIZE: {
     section: 'storage',
     meaning:
@@ -162,14 +192,17 @@ export const SETTINGS = {
     default: '2592000',
     value: integer(1, 31_536_000),
   },
-  REFRESH_TOKEN_LEASE_SECONDS: {
+  REFRESH_TOKEN_RETRY_SECONDS: {
     section: 'oauth',
     meaning:
-      'How long a refresh holds the token it consumed, seconds: a duplicate within it is refused ' +
-      'without harm; after it, a refresh that never completed (a crash) has freed the token again.',
-    default: '5',
-    notes: 'Longer than a refresh takes, including a backend timeout; short enough for a client to wait out.',
-    value: integer(1, 300),
+      'Seconds after a rotation during which the refresh token it replaced, presented again by its ' +
+      'client while the successor is unused, is answered with that same successor; 0 turns retries off.',
+    default: '60',
+    notes:
+      'So a client whose answer was lost, or two tabs refreshing at once, are not signed out. Anything ' +
+      'else that comes back still revokes the family; with 0, so does every retry. At most ' +
+      `${MAX_REFRESH_TOKEN_RETRY_SECONDS}: [why](security.md#refresh-tokens).`,
+    value: integer(0, MAX_REFRESH_TOKEN_RETRY_SECONDS),
   },
   ACCESS_TOKEN_ALG: {
     section: 'oauth',

@@ -2,15 +2,19 @@ import { digestOneTimeSecret, isOneTimeSecretShaped, newOneTimeSecret } from '..
 import type { AuthorizationCodeGrant, CodeFlowStore } from './model.ts';
 import { newFamilyId } from './refresh-token.ts';
 
+/** The reading half of the code service: what the authorization code grant's checks may use. */
+export interface AuthorizationCodeReader {
+  /** The grant of an unexpired code, used or not; null for anything else. */
+  findCode(code: string): Promise<AuthorizationCodeGrant | null>;
+}
+
 /**
  * Authorization codes (RFC 6749 §4.1.2): 256 random bits, single use, short-lived. The store
  * sees only their digest. Each code is given the refresh-token family its tokens will be
  * issued in, so that presenting it a second time can revoke them.
  */
-export interface AuthorizationCodeService {
+export interface AuthorizationCodeService extends AuthorizationCodeReader {
   issueCode(grant: Omit<AuthorizationCodeGrant, 'familyId' | 'expiresAt'>): Promise<string>;
-  /** The grant of an unexpired code, used or not; null for anything else. */
-  findCode(code: string): Promise<AuthorizationCodeGrant | null>;
   consumeCode(code: string): Promise<'consumed' | 'reused' | 'unknown'>;
   /** Whether the code was presented again since it was consumed. */
   wasReused(code: string): Promise<boolean>;

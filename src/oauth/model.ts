@@ -109,26 +109,34 @@ export interface RefreshTokenGeneration {
   mac: string;
 }
 
-/** A rotation a failed refresh tried: the successor it installed, and the token it replaced. */
-export interface RefreshTokenRotation {
-  successorMac: string;
-  previousMac: string;
+/**
+ * What a rotation keeps for a retry of the token it replaced, until the end of the retry
+ * window: the successor, sealed so that only the holder of the replaced token can open it.
+ */
+export interface RefreshTokenRetry {
+  sealedSuccessor: string;
+  /** End of the retry window, epoch milliseconds. */
+  until: number;
 }
 
 /**
- * A family's life: its current token is unused → consumed (a refresh holds it for a short
- * lease) → rotated (the successor is current). Telling a consumed token from an older
- * generation is what lets a double submit fail quietly while a replay of a rotated token,
- * which means it leaked, revokes the family.
+ * What a presented token (its MAC verified by the caller) is now. A family lives one way:
+ * its current token is rotated, once, into its successor, and the token it replaced is
+ * answered with that successor for the retry window while the successor is unused; then
+ * the successor is rotated, and so on, until the family expires or is revoked.
  */
-export type ConsumeResult =
-  | { outcome: 'consumed'; grant: RefreshTokenGrant }
-  /** Held by another refresh whose lease has not run out: a concurrent duplicate. */
-  | { outcome: 'in-flight' }
-  /** An older generation: the store has revoked the family, atomically with the verdict. */
-  | { outcome: 'reused'; grant: RefreshTokenGrant }
-  | { outcome: 'revoked' }
-  | { outcome: 'unknown' };
+export type RefreshTokenState =
+  /** The family's current token, never used: the one a refresh rotates. */
+  | { state: 'current'; grant: RefreshTokenGrant }
+  /** The token the last rotation replaced, within its retry window, the successor unused. */
+  | { state: 'retry'; grant: RefreshTokenGrant; sealedSuccessor: string }
+  /** Any other earlier token (older, after its window, or with another MAC): it leaked. */
+  | { state: 'reused'; grant: RefreshTokenGrant }
+  | { state: 'revoked' }
+  | { state: 'unknown' };
+
+/** What a rotation did: rotated the token, or found it no longer current, as `inspect` would say. */
+export type RefreshTokenRotation = { state: 'rotated' } | Exclude<RefreshTokenState, { state: 'current' }>;
 
 export interface RefreshTokenStore {
   /**
@@ -136,31 +144,22 @@ export interface RefreshTokenStore {
    * storing nothing, when the family already exists (a revoked one among them).
    */
   create(grant: RefreshTokenGrant, first: RefreshTokenGeneration): Promise<boolean>;
+  /** What the presented token is now, changing nothing: what a grant's checks read. */
+  inspect(familyId: string, presented: RefreshTokenGeneration): Promise<RefreshTokenState>;
   /**
-   * Presents a token whose MAC the caller has verified, atomically: of concurrent calls
-   * exactly one gets `consumed` and holds the family for `attempt` until `leaseUntil`
-   * (epoch ms); the others get `in-flight`. After the lease anyone may consume it again, so
-   * a refresh that never completes strands nothing. An older generation is `reused`.
+   * The one step of a refresh that changes state, atomically (a compare-and-set): while
+   * `presented` is the family's current token, makes `successor` current until
+   * `grant.expiresAt` and keeps `retry`, when given, for the token it replaced: `rotated`.
+   * Otherwise changes nothing and answers what it found, except that a `reused` token
+   * revokes the family with that verdict. So of concurrent rotations of one token exactly
+   * one rotates, and the others find its retry record.
    */
-  consume(
-    familyId: string,
+  rotate(
+    grant: RefreshTokenGrant,
     presented: RefreshTokenGeneration,
-    hold: { attempt: string; leaseUntil: number },
-  ): Promise<ConsumeResult>;
-  /**
-   * Makes `successor` the family's unused current token until `grant.expiresAt` (the grant
-   * `consume` returned, with its new expiry), only while `attempt` still holds the family;
-   * false otherwise (revoked, or the lease was taken over).
-   */
-  rotate(grant: RefreshTokenGrant, attempt: string, successor: RefreshTokenGeneration): Promise<boolean>;
-  /**
-   * Undoes what a failed refresh did: a token `attempt` still holds becomes unused; the
-   * `rotation` that installed `successorMac`, while nobody has used that successor yet (its
-   * reply was lost), is rolled back to the previous generation and `previousMac` (keeping
-   * the new expiry), so the client's retry with the token it still holds succeeds.
-   * Anything else stays.
-   */
-  release(familyId: string, attempt: string, rotation?: RefreshTokenRotation): Promise<void>;
+    successor: RefreshTokenGeneration,
+    retry?: RefreshTokenRetry,
+  ): Promise<RefreshTokenRotation>;
   /** Revokes the family: none of its tokens, current or older, refreshes again. */
   revokeFamily(familyId: string): Promise<void>;
   /** Revokes every family issued to the account (password change, deletion). */

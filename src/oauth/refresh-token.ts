@@ -1,4 +1,11 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHmac,
+  hkdfSync,
+  randomBytes,
+  timingSafeEqual,
+} from 'node:crypto';
 import type { RefreshTokenMacKeys } from './key-ring.ts';
 import type { RefreshTokenGrant, RefreshTokenStore } from './model.ts';
 
@@ -17,12 +24,6 @@ const MAC_BYTES = 16;
 
 export function newFamilyId(): string {
   return randomBytes(16).toString('base64url');
-}
-
-interface PresentedToken {
-  familyId: string;
-  generation: number;
-  mac: string;
 }
 
 function macOf(body: string, key: Buffer): string {
@@ -44,50 +45,65 @@ function mintRefreshToken(
  * The token's family, generation and MAC, or null for anything that could not have come
  * from us: malformed, a key that is not (or no longer) in the ring, or a MAC that fails.
  */
-async function verifyRefreshToken(token: string, keys: RefreshTokenMacKeys): Promise<PresentedToken | null> {
+async function verifyRefreshToken(
+  token: string,
+  keys: RefreshTokenMacKeys,
+): Promise<PresentedRefreshToken | null> {
   const parts = TOKEN.exec(token)?.groups;
   if (!parts) return null;
   const { body = '', familyId = '', generation = '', keyId = '', mac = '' } = parts;
   const key = await keys.find(keyId);
   if (!key || !timingSafeEqual(Buffer.from(macOf(body, key)), Buffer.from(mac))) return null;
-  return { familyId, generation: Number(generation), mac };
+  return { token, familyId, generation: Number(generation), mac };
 }
 
-/** A consumed token's hold on its family: what rotates it, or gives it back. */
-export interface RefreshTokenHold {
+/** A token whose MAC verified: itself, and what the store knows it by. */
+export interface PresentedRefreshToken {
+  token: string;
   familyId: string;
   generation: number;
-  /** The consumed token's MAC: what a rollback of its rotation restores. */
   mac: string;
-  attempt: string;
-  /** The MAC of the successor once a rotation was tried: it names that rotation to undo. */
-  successorMac?: string;
 }
 
-export type RefreshTokenVerdict =
-  | { outcome: 'consumed'; grant: RefreshTokenGrant; hold: RefreshTokenHold }
-  /** Another refresh holds this very token (a double submit): refuse, revoke nothing. */
-  | { outcome: 'in-flight' }
-  /** An older generation came back: the token leaked, and its family is already revoked. */
-  | { outcome: 'reused'; grant: RefreshTokenGrant }
-  | { outcome: 'revoked' }
-  | { outcome: 'unknown' };
-
-/** Issues refresh tokens into a store and consumes them; the store never sees a raw token. */
-export interface RefreshTokenService {
+/** What a presented token is now; reading it changes nothing. */
+export type RefreshTokenInspection =
   /**
-   * A new family's first token, or, with `rotates`, the successor of the consumed token.
-   * Null when the family was revoked or the hold lost in the meantime.
+   * A token a refresh may redeem: the family's current one, or (`retry`) the one its last
+   * rotation replaced, back within the retry window while its successor is unused.
    */
+  | { state: 'current' | 'retry'; grant: RefreshTokenGrant; presented: PresentedRefreshToken }
+  /** An earlier token came back otherwise: it leaked. */
+  | { state: 'reused'; grant: RefreshTokenGrant }
+  | { state: 'revoked' }
+  | { state: 'unknown' };
+
+/** What redeeming a token did: the successor it answers with, or why there is none. */
+export type RefreshTokenRedemption =
+  /** `rotated`: a new successor; `retried`: the one the last rotation made, again. */
+  | { outcome: 'rotated' | 'retried'; refreshToken: string }
+  /** `reused`: the family is revoked with that verdict. */
+  | { outcome: 'reused' | 'revoked' | 'unknown' };
+
+/** The reading half of the refresh-token service: what a grant's checks may use. */
+export interface RefreshTokenReader {
+  inspectRefreshToken(token: string): Promise<RefreshTokenInspection>;
+}
+
+/** Issues refresh tokens into a store and redeems them; the store never sees a raw token. */
+export interface RefreshTokenService extends RefreshTokenReader {
+  /** A new family's first token; null when a family with that id exists (a revoked one among them). */
   issueRefreshToken(
-    grant: Omit<RefreshTokenGrant, 'familyId' | 'expiresAt'> & {
-      familyId?: string;
-      rotates?: RefreshTokenHold;
-    },
+    grant: Omit<RefreshTokenGrant, 'familyId' | 'expiresAt'> & { familyId?: string },
   ): Promise<string | null>;
-  consumeRefreshToken(token: string): Promise<RefreshTokenVerdict>;
-  /** Gives the token back after a refresh that failed, whatever stage it reached. */
-  releaseRefreshToken(hold: RefreshTokenHold): Promise<void>;
+  /**
+   * The one step of a refresh that changes state, atomic in the store: a current token is
+   * replaced by a new successor with a new lifetime; the token a rotation just replaced, or
+   * one a concurrent refresh has just rotated, is answered with that rotation's successor.
+   */
+  redeemRefreshToken(
+    presented: PresentedRefreshToken,
+    grant: RefreshTokenGrant,
+  ): Promise<RefreshTokenRedemption>;
   revokeFamily(familyId: string): Promise<void>;
 }
 
@@ -95,50 +111,98 @@ export function createRefreshTokenService(options: {
   store: RefreshTokenStore;
   keys: RefreshTokenMacKeys;
   ttlSeconds: number;
-  /** How long a consume holds its token before anyone may consume it again. */
-  leaseSeconds: number;
+  /** How long the token a rotation replaced is answered with its successor; 0 for never. */
+  retrySeconds: number;
 }): RefreshTokenService {
-  const { store, keys, ttlSeconds, leaseSeconds } = options;
+  const { store, keys, ttlSeconds, retrySeconds } = options;
+  // Each rotation gets a full lifetime: a family lives as long as it keeps being used.
+  const renewed = (grant: Omit<RefreshTokenGrant, 'expiresAt'>) => ({
+    ...grant,
+    expiresAt: Date.now() + ttlSeconds * 1000,
+  });
   return {
-    async issueRefreshToken({ rotates, ...fields }) {
-      const familyId = rotates?.familyId ?? fields.familyId ?? newFamilyId();
-      const generation = rotates ? rotates.generation + 1 : 0;
-      const minted = mintRefreshToken(familyId, generation, keys);
-      // Each rotation gets a full lifetime: a family lives as long as it keeps being used.
-      const grant = { ...fields, familyId, expiresAt: Date.now() + ttlSeconds * 1000 };
-      const successor = { generation, mac: minted.mac };
-      if (rotates) rotates.successorMac = minted.mac;
-      const saved = rotates
-        ? await store.rotate(grant, rotates.attempt, successor)
-        : await store.create(grant, successor);
-      return saved ? minted.token : null;
+    async issueRefreshToken(fields) {
+      const familyId = fields.familyId ?? newFamilyId();
+      const minted = mintRefreshToken(familyId, 0, keys);
+      const created = await store.create(renewed({ ...fields, familyId }), {
+        generation: 0,
+        mac: minted.mac,
+      });
+      return created ? minted.token : null;
     },
-    async consumeRefreshToken(token) {
+    async inspectRefreshToken(token) {
       const presented = await verifyRefreshToken(token, keys);
-      if (!presented) return { outcome: 'unknown' };
-      // 96 random bits: unique among a family's refreshes, and small in the family's record.
-      const attempt = randomBytes(12).toString('base64url');
-      const result = await store
-        .consume(presented.familyId, presented, { attempt, leaseUntil: Date.now() + leaseSeconds * 1000 })
-        .catch((error: unknown) => {
-          // A consume whose reply was lost (a timeout) may still run, later. The release
-          // follows it on the same connection, so the token is not held for the lease.
-          store.release(presented.familyId, attempt).catch(() => undefined);
-          throw error;
-        });
-      if (result.outcome !== 'consumed') return result;
-      return {
-        outcome: 'consumed',
-        grant: result.grant,
-        hold: { ...presented, attempt },
-      };
+      if (!presented) return { state: 'unknown' };
+      const found = await store.inspect(presented.familyId, presented);
+      if (found.state === 'current' || found.state === 'retry')
+        return { state: found.state, grant: found.grant, presented };
+      return found;
     },
-    releaseRefreshToken: ({ familyId, attempt, mac, successorMac }) =>
-      store.release(
-        familyId,
-        attempt,
-        successorMac === undefined ? undefined : { successorMac, previousMac: mac },
-      ),
+    async redeemRefreshToken(presented, grant) {
+      const generation = presented.generation + 1;
+      const successor = mintRefreshToken(presented.familyId, generation, keys);
+      const retry =
+        retrySeconds > 0
+          ? {
+              sealedSuccessor: sealSuccessor(presented, successor.token),
+              until: Date.now() + retrySeconds * 1000,
+            }
+          : undefined;
+      const rotation = await store.rotate(
+        renewed(grant),
+        presented,
+        { generation, mac: successor.mac },
+        retry,
+      );
+      if (rotation.state === 'rotated') return { outcome: 'rotated', refreshToken: successor.token };
+      if (rotation.state !== 'retry') return { outcome: rotation.state };
+      const earlier = openSuccessor(presented, rotation.sealedSuccessor);
+      return earlier ? { outcome: 'retried', refreshToken: earlier } : { outcome: 'unknown' };
+    },
     revokeFamily: (familyId) => store.revokeFamily(familyId),
   };
+}
+
+/**
+ * The retry record keeps a rotation's successor sealed (AES-256-GCM) under a key derived
+ * (HKDF-SHA-256) from the whole token the rotation replaced. No store holds that token,
+ * only its MAC, so only its holder can open the successor again; the family id and both
+ * generations are the associated data, so a sealed successor opens for its own rotation only.
+ */
+const SEAL = { cipher: 'aes-256-gcm', nonceBytes: 12, tagBytes: 16, info: 'refresh-token retry' } as const;
+
+function sealingKey(previous: PresentedRefreshToken): Buffer {
+  return Buffer.from(hkdfSync('sha256', previous.token, '', SEAL.info, 32));
+}
+
+/** What the seal binds the successor to: its family, and the rotation from the previous generation. */
+function sealedFor(previous: PresentedRefreshToken): Buffer {
+  return Buffer.from(`${previous.familyId}.${previous.generation}.${previous.generation + 1}`);
+}
+
+/** The successor's part after its family id and generation, sealed; base64url of nonce, text, tag. */
+function sealSuccessor(previous: PresentedRefreshToken, successor: string): string {
+  const prefix = `${previous.familyId}.${previous.generation + 1}.`;
+  const nonce = randomBytes(SEAL.nonceBytes);
+  const cipher = createCipheriv(SEAL.cipher, sealingKey(previous), nonce).setAAD(sealedFor(previous));
+  const text = Buffer.concat([cipher.update(successor.slice(prefix.length), 'utf8'), cipher.final()]);
+  return Buffer.concat([nonce, text, cipher.getAuthTag()]).toString('base64url');
+}
+
+/** The successor a retry record sealed for this token, or null when it does not open. */
+function openSuccessor(previous: PresentedRefreshToken, sealed: string): string | null {
+  const bytes = Buffer.from(sealed, 'base64url');
+  if (bytes.length <= SEAL.nonceBytes + SEAL.tagBytes) return null;
+  try {
+    const decipher = createDecipheriv(SEAL.cipher, sealingKey(previous), bytes.subarray(0, SEAL.nonceBytes))
+      .setAAD(sealedFor(previous))
+      .setAuthTag(bytes.subarray(bytes.length - SEAL.tagBytes));
+    const text = Buffer.concat([
+      decipher.update(bytes.subarray(SEAL.nonceBytes, bytes.length - SEAL.tagBytes)),
+      decipher.final(),
+    ]);
+    return `${previous.familyId}.${previous.generation + 1}.${text.toString('utf8')}`;
+  } catch {
+    return null;
+  }
 }

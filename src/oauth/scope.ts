@@ -12,7 +12,10 @@ export const API_SCOPE: Readonly<Scope> = { name: 'api', description: 'Access to
  * registered scope. Returns the normalised list (deduplicated, single spaces). No default
  * scope is configured, so a request without one never gets this far (see grant.ts).
  */
-export async function resolveScope(requested: string, scopes: ScopeStore): Promise<string> {
+export async function resolveScope(
+  requested: string,
+  scopes: Pick<ScopeStore, 'findByName'>,
+): Promise<string> {
   const names = [...new Set(requested.split(' ').filter(Boolean))];
   if (names.length === 0) throw new InvalidScope();
   for (const name of names) if (!(await scopes.findByName(name))) throw new InvalidScope();

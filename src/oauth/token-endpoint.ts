@@ -2,7 +2,15 @@ import { InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from '../err
 import { authenticateClient } from './client-authentication.ts';
 import { authorizationCodeGrant } from './grants/authorization-code.ts';
 import { clientCredentialsGrant } from './grants/client-credentials.ts';
-import type { Grant, GrantDependencies, TokenResponse } from './grants/grant.ts';
+import {
+  checkPhase,
+  type Grant,
+  type GrantDependencies,
+  type GrantRedeemers,
+  redeemPhase,
+  TokenLeaked,
+  type TokenResponse,
+} from './grants/grant.ts';
 import { passwordGrant } from './grants/password.ts';
 import { refreshTokenGrant } from './grants/refresh-token.ts';
 import type { ClientStore, GrantType } from './model.ts';
@@ -23,13 +31,17 @@ export type TokenEndpoint = (params: unknown, authorization: string | undefined)
 
 /**
  * The token endpoint (RFC 6749 §3.2): it only checks the request's shape, authenticates the
- * client, looks the grant up and hands over. Disabled grants are simply not in the table.
+ * client, looks the grant up and runs its two phases: the checks, with dependencies that
+ * only read, then the redemption of what they approved. Disabled grants are simply not in
+ * the table.
  */
 export function createTokenEndpoint(
   enabled: ReadonlySet<GrantType>,
   deps: GrantDependencies & { clients: ClientStore },
 ): TokenEndpoint {
   const grants = new Map(enabledGrants(enabled).map((grant) => [grant.type, grant]));
+  const readers = checkPhase(deps);
+  const redeemers = redeemPhase(deps);
 
   return async (body, authorization) => {
     const params = requestParameters(body);
@@ -40,8 +52,17 @@ export function createTokenEndpoint(
     const client = await authenticateClient(params, authorization, deps.clients);
     if (!client.grants.includes(grant.type))
       throw new UnauthorizedClient(`The client may not use the ${grant.type} grant`);
-    return grant.handle(params, client, deps);
+    const approval = await grant
+      .check(params, client, readers)
+      .catch((error: unknown) => revokeLeaked(error, redeemers));
+    return grant.redeem(approval, client, redeemers);
   };
+}
+
+/** A refusal that found a leaked token revokes its family, then is told as it is. */
+async function revokeLeaked(error: unknown, redeemers: GrantRedeemers): Promise<never> {
+  if (error instanceof TokenLeaked) await redeemers.refreshTokens.revokeFamily(error.familyId);
+  throw error;
 }
 
 /**

@@ -21,6 +21,7 @@ import { RedisCodeFlowStore } from './redis/code-flow.ts';
 import type { RedisClient } from './redis/connect.ts';
 import { connectRedis, isRedisOutage } from './redis/connect.ts';
 import { RedisRefreshTokenStore } from './redis/refresh-tokens.ts';
+import { acknowledgedWrites } from './redis/writes.ts';
 import type { Stores } from './stores.ts';
 
 export interface OpenStoresOptions {
@@ -31,6 +32,8 @@ export interface OpenStoresOptions {
   log?: (msg: string) => void;
   /** Accounts each process keeps in memory when both backends are set; see cache/. */
   accountCacheSize: number;
+  /** Replicas that confirm each refresh-token change before it counts (Redis WAIT), and how fast. */
+  redisReplicaAcks: { replicas: number; timeoutMs: number };
 }
 
 export async function openStores(options: OpenStoresOptions): Promise<Stores> {
@@ -43,6 +46,18 @@ export async function openStores(options: OpenStoresOptions): Promise<Stores> {
     options.mongodbUrl ? connectMongo(options.mongodbUrl, connect) : undefined,
     options.redisUrl ? connectRedis(options.redisUrl, connect) : undefined,
   );
+  const acks = options.redisReplicaAcks;
+  // The acknowledged writes wait on a connection of their own: see redis/writes.ts.
+  const writer =
+    redis && options.redisUrl && acks.replicas > 0
+      ? await connectRedis(options.redisUrl, {
+          ...connect,
+          log: (message) => connect.log(`${message} (writes acknowledged by ${acks.replicas} replicas)`),
+        }).catch(async (error: unknown) => {
+          await Promise.allSettled([mongo?.close(), redis.close()]);
+          throw error;
+        })
+      : undefined;
   const mongoHealth =
     mongo &&
     watchBackend({
@@ -68,9 +83,13 @@ export async function openStores(options: OpenStoresOptions): Promise<Stores> {
   const announcements = invalidations && (await keepAnnouncing(catalog.cachingNodes, connect.log));
   return {
     ...(invalidations ? cacheCatalog(catalog, invalidations, options.accountCacheSize) : catalog),
-    // A release gives back a token whose refresh failed: skipping it would strand the token.
     refreshTokens: redisHealth
-      ? guard(new RedisRefreshTokenStore(redis.client), redisHealth, ['release'])
+      ? guard(
+          new RedisRefreshTokenStore(redis.client, {
+            writes: writer && acknowledgedWrites(writer.client, acks.replicas, acks.timeoutMs),
+          }),
+          redisHealth,
+        )
       : new MemoryRefreshTokenStore(),
     codeFlow: redisHealth
       ? guard(new RedisCodeFlowStore(redis.client), redisHealth)
@@ -80,7 +99,7 @@ export async function openStores(options: OpenStoresOptions): Promise<Stores> {
       mongoHealth?.stop();
       redisHealth?.stop();
       await invalidations?.close();
-      await Promise.allSettled([mongo?.close(), redis?.close()]);
+      await Promise.allSettled([mongo?.close(), redis?.close(), writer?.close()]);
     },
   };
 }

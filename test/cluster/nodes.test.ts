@@ -102,7 +102,12 @@ describe('nodes sharing MongoDB and Redis', { skip: skipReal }, () => {
     const tokens = refreshed.json() as Tokens;
     assert.equal((await readOwnAccount(first.url, tokens.access_token)).status, 200);
     assert.equal((await readOwnAccount(second.url, tokens.access_token)).status, 200);
-    // Rotation is shared too: the first token, once used at the second node, is spent at the first.
+    // Rotation is shared too: the first token, presented again at the first node, is answered
+    // with the successor the second node made; once that is used, it is spent at the first.
+    const retried = await refreshGrant(first.url, fromFirst.refresh_token);
+    assert.equal(retried.status, 200, retried.text);
+    assert.equal((retried.json() as Tokens).refresh_token, tokens.refresh_token);
+    assert.equal((await refreshGrant(first.url, tokens.refresh_token)).status, 200);
     assert.equal((await refreshGrant(first.url, fromFirst.refresh_token)).status, 400);
   });
 

@@ -118,12 +118,17 @@ describe('processes a poll apart', () => {
     }
   });
 
-  test('a refresh token minted under the newer ring is consumed by a process that has not polled since', async () => {
+  test('a refresh token minted under the newer ring is redeemed by a process that has not polled since', async () => {
     const { behind, ahead, rotated, close } = await behindAndAhead();
     try {
       const store = new MemoryRefreshTokenStore();
       const refreshTokens = (keys: typeof ahead) =>
-        createRefreshTokenService({ store, keys: keys.refreshTokenMacKeys, ttlSeconds: 60, leaseSeconds: 5 });
+        createRefreshTokenService({
+          store,
+          keys: keys.refreshTokenMacKeys,
+          ttlSeconds: 60,
+          retrySeconds: 60,
+        });
       const token = await refreshTokens(ahead).issueRefreshToken({
         clientId: 'web',
         accountKind: 'user',
@@ -132,7 +137,11 @@ describe('processes a poll apart', () => {
         credentialStamp: '',
       });
       assert.equal(token?.split('.')[2], rotated.refreshTokenMac[0].id);
-      assert.equal((await refreshTokens(behind).consumeRefreshToken(token ?? '')).outcome, 'consumed');
+      const found = await refreshTokens(behind).inspectRefreshToken(token ?? '');
+      assert.equal(found.state, 'current');
+      if (found.state !== 'current') return;
+      const redeemed = await refreshTokens(behind).redeemRefreshToken(found.presented, found.grant);
+      assert.equal(redeemed.outcome, 'rotated');
     } finally {
       close();
     }

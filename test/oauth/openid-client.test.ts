@@ -73,7 +73,11 @@ describe('openid-client v6 against the token endpoint', () => {
     const refreshed = await client.refreshTokenGrant(refreshing, String(login.refresh_token));
     assert.equal(typeof refreshed.access_token, 'string');
     assert.notEqual(refreshed.refresh_token, login.refresh_token);
-    // The rotated token presented again: an OAuth error, which the library reads as one.
+    // Presented again, the rotated token gets the same successor (a retry); once that is
+    // used, it is an OAuth error, which the library reads as one.
+    const retried = await client.refreshTokenGrant(refreshing, String(login.refresh_token));
+    assert.equal(retried.refresh_token, refreshed.refresh_token);
+    await client.refreshTokenGrant(refreshing, String(refreshed.refresh_token));
     assert.deepEqual(await oauthError(client.refreshTokenGrant(refreshing, String(login.refresh_token))), {
       error: 'invalid_grant',
       status: 400,

@@ -45,28 +45,78 @@ for (const backend of backends()) {
       }
     });
 
-    test('a used refresh token presented again is refused and revokes its whole family', async () => {
+    test('a used refresh token presented again after its successor was used is refused and revokes its whole family', async () => {
       const first = await login();
       const second = await refreshGrant(server.url, FRONTEND_CLIENT, first.refresh_token);
       assert.equal(second.status, 200);
+      const third = await refreshGrant(server.url, FRONTEND_CLIENT, String(second.body.refresh_token));
+      assert.equal(third.status, 200);
       const replay = await refreshGrant(server.url, FRONTEND_CLIENT, first.refresh_token);
       assert.equal(replay.status, 400);
       assert.equal(replay.body.error, 'invalid_grant');
-      // The legitimate holder's newer token is now revoked too (RFC 9700 §4.14.2).
-      const newer = await refreshGrant(server.url, FRONTEND_CLIENT, String(second.body.refresh_token));
-      assert.equal(newer.status, 400);
-      assert.equal(newer.body.error, 'invalid_grant');
+      // The legitimate holder's newest token is now revoked too (RFC 9700 §4.14.2).
+      const newest = await refreshGrant(server.url, FRONTEND_CLIENT, String(third.body.refresh_token));
+      assert.equal(newest.status, 400);
+      assert.equal(newest.body.error, 'invalid_grant');
     });
 
-    test('two concurrent refreshes with one token: exactly one succeeds', async () => {
+    test('a refresh whose answer was lost: the retry with the same token gets the same refresh token and a new access token', async () => {
+      const { refresh_token } = await login();
+      const lost = await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token);
+      assert.equal(lost.status, 200);
+      const retry = await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token);
+      assert.equal(retry.status, 200, JSON.stringify(retry.body));
+      assert.equal(
+        retry.body.refresh_token,
+        lost.body.refresh_token,
+        'nothing new is minted into the family',
+      );
+      assert.notEqual(retry.body.access_token, lost.body.access_token);
+      const next = await refreshGrant(server.url, FRONTEND_CLIENT, String(retry.body.refresh_token));
+      assert.equal(next.status, 200, JSON.stringify(next.body));
+    });
+
+    test('two tabs refreshing with one token at once: all succeed with the same refresh token', async () => {
       const { refresh_token } = await login();
       const results = await Promise.all(
         Array.from({ length: 8 }, () => refreshGrant(server.url, FRONTEND_CLIENT, refresh_token)),
       );
-      // Never none: a loser that finds the token in flight refuses without revoking, so it
-      // cannot kill the winner's save; one arriving after the rotation is a replay and revokes.
-      assert.equal(results.filter((r) => r.status === 200).length, 1);
-      assert.equal(results.filter((r) => r.status === 400).length, 7);
+      assert.deepEqual(
+        results.map((r) => r.status),
+        results.map(() => 200),
+      );
+      assert.equal(new Set(results.map((r) => r.body.refresh_token)).size, 1, 'one successor');
+      assert.equal(new Set(results.map((r) => r.body.access_token)).size, 8, 'an access token each');
+      const next = await refreshGrant(server.url, FRONTEND_CLIENT, String(results[0]?.body.refresh_token));
+      assert.equal(next.status, 200);
+    });
+
+    test('the token just rotated, once its successor is used, is reuse: the family is revoked', async () => {
+      const { refresh_token } = await login();
+      const second = await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token);
+      const third = await refreshGrant(server.url, FRONTEND_CLIENT, String(second.body.refresh_token));
+      assert.equal(third.status, 200);
+      const late = await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token);
+      assert.equal(late.status, 400);
+      assert.equal(late.body.detail, 'Refresh token already used');
+      assert.equal(
+        (await refreshGrant(server.url, FRONTEND_CLIENT, String(third.body.refresh_token))).status,
+        400,
+      );
+    });
+
+    test('the token just rotated, presented by another client, revokes the family', async () => {
+      const { refresh_token } = await login();
+      const second = await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token);
+      assert.equal(second.status, 200);
+      const stolen = await refreshGrant(server.url, ADMIN_CLIENT, refresh_token);
+      assert.equal(stolen.status, 400);
+      assert.equal(stolen.body.error, 'invalid_grant');
+      assert.equal((await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token)).status, 400);
+      assert.equal(
+        (await refreshGrant(server.url, FRONTEND_CLIENT, String(second.body.refresh_token))).status,
+        400,
+      );
     });
 
     test('a forged token naming an older generation of a family is refused and revokes nothing', async () => {
@@ -204,6 +254,42 @@ for (const backend of backends()) {
       } finally {
         await server.app.stores.users.update(account.id, { status: 'active' });
       }
+    });
+  });
+
+  describe(`refresh token retry window (${backend})`, () => {
+    let server: TestServer;
+    let strict: TestServer;
+    before(async () => {
+      server = await startTestServer({ backend, env: { REFRESH_TOKEN_RETRY_SECONDS: '1' } });
+      strict = await startTestServer({ backend, env: { REFRESH_TOKEN_RETRY_SECONDS: '0' } });
+    });
+    after(() => Promise.all([server.close(), strict.close()]));
+
+    test('after REFRESH_TOKEN_RETRY_SECONDS, the token just rotated is reuse: the family is revoked', async () => {
+      const { refresh_token } = await passwordGrant(server.url, FRONTEND_CLIENT, SEEDED_USER);
+      const second = await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token);
+      assert.equal(second.status, 200);
+      await new Promise((resolve) => setTimeout(resolve, 1200));
+      const late = await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token);
+      assert.equal(late.status, 400);
+      assert.equal(late.body.detail, 'Refresh token already used');
+      assert.equal(
+        (await refreshGrant(server.url, FRONTEND_CLIENT, String(second.body.refresh_token))).status,
+        400,
+      );
+    });
+
+    test('with REFRESH_TOKEN_RETRY_SECONDS=0 every token that comes back is reuse, a retry at once too', async () => {
+      const { refresh_token } = await passwordGrant(strict.url, FRONTEND_CLIENT, SEEDED_USER);
+      const second = await refreshGrant(strict.url, FRONTEND_CLIENT, refresh_token);
+      assert.equal(second.status, 200);
+      const retry = await refreshGrant(strict.url, FRONTEND_CLIENT, refresh_token);
+      assert.equal(retry.status, 400);
+      assert.equal(
+        (await refreshGrant(strict.url, FRONTEND_CLIENT, String(second.body.refresh_token))).status,
+        400,
+      );
     });
   });
 

@@ -140,7 +140,8 @@ for (const { label, url: redisUrl } of redisTargets())
     let redis: RedisClient;
 
     codeFlowContract(async () => {
-      redis = await connectTestRedis(redisUrl ?? '');
+      const connection = await connectTestRedis(redisUrl ?? '');
+      redis = connection.client;
       let offset = 0;
       const now = () => Date.now() + offset;
       return {
@@ -151,7 +152,7 @@ for (const { label, url: redisUrl } of redisTargets())
         },
         async close() {
           await deleteKeys(redis, `${prefix}*`);
-          await redis.quit();
+          await connection.close();
         },
       };
     });

@@ -105,18 +105,19 @@ describe('Redis outage', {
   test('fails fast with BackendUnavailable while down and recovers after a restart', async () => {
     const grant = refreshTokenGrant();
     const first = { generation: 0, mac: 'm1' };
-    const hold = () => ({ attempt: randomUUID(), leaseUntil: Date.now() + 5000 });
+    const successor = { generation: 1, mac: 'm2' };
     assert.equal(await stores.refreshTokens.create(grant, first), true);
-    assert.equal((await stores.refreshTokens.consume(grant.familyId, first, hold())).outcome, 'consumed');
+    assert.equal((await stores.refreshTokens.inspect(grant.familyId, first)).state, 'current');
 
     await server.stop();
-    await assertUnavailableFast(() => stores.refreshTokens.consume(grant.familyId, first, hold()), 'Redis');
+    await assertUnavailableFast(() => stores.refreshTokens.inspect(grant.familyId, first), 'Redis');
+    await assertUnavailableFast(() => stores.refreshTokens.rotate(grant, first, successor), 'Redis');
     await assertUnavailableFast(() => stores.refreshTokens.create(grant, first), 'Redis');
 
     await server.restart();
     // The restarted server is empty (no persistence); what matters is that calls work again.
     await eventually(() => stores.refreshTokens.create(grant, first));
-    assert.equal((await stores.refreshTokens.consume(grant.familyId, first, hold())).outcome, 'consumed');
+    assert.deepEqual(await stores.refreshTokens.rotate(grant, first, successor), { state: 'rotated' });
   });
 
   test('while frozen, calls are refused at once; thawed, they work again', async () => {

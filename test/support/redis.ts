@@ -4,6 +4,7 @@
  * service makes them, so the suites see what the service sees.
  */
 import { Cluster } from 'ioredis';
+import type { Connection } from '../../src/stores/connection.ts';
 import { connectRedis, type RedisClient } from '../../src/stores/redis/connect.ts';
 
 export interface RedisTarget {
@@ -19,8 +20,8 @@ export function redisTargets(): RedisTarget[] {
   ];
 }
 
-export async function connectTestRedis(url: string): Promise<RedisClient> {
-  return (await connectRedis(url, { deadline: Date.now() + 15_000, log: () => {} })).client;
+export function connectTestRedis(url: string): Promise<Connection<RedisClient>> {
+  return connectRedis(url, { deadline: Date.now() + 15_000, log: () => {} });
 }
 
 /** Every key matching `pattern`, from every master of a Cluster. */

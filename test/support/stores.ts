@@ -1,18 +1,21 @@
 /**
- * `openStores` as the service calls it with its default settings (the table's startup timeout
- * and account cache size), for suites that name only the backends or the timeout.
+ * `openStores` as the service calls it with its default settings (the table's startup timeout,
+ * account cache size and, for the Redis URL given, replica acknowledgements), for suites that
+ * name only the backends or the timeout.
  */
 import { loadConfig } from '../../src/config/load.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
 import { type OpenStoresOptions, openStores } from '../../src/stores/open.ts';
 import type { Stores } from '../../src/stores/stores.ts';
 
-const defaults = loadConfig({}, readPackageInfo());
+const packageInfo = readPackageInfo();
 
 export function openTestStores(options: Partial<OpenStoresOptions>): Promise<Stores> {
+  const defaults = loadConfig(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}, packageInfo);
   return openStores({
     startupTimeoutMs: defaults.backendStartupTimeoutMs,
     accountCacheSize: defaults.accountCacheSize,
+    redisReplicaAcks: defaults.redisReplicaAcks,
     ...options,
   });
 }

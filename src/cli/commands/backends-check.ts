@@ -16,7 +16,11 @@ export const registerBackendsCheck: RegisterCommand = (program, loadConfig) => {
     .option('--timeout <seconds>', 'how long each backend may take to answer', seconds, 3)
     .action(async (options: { timeout: number }) => {
       const config = loadConfig();
-      const opening = { startupTimeoutMs: options.timeout * 1000, accountCacheSize: config.accountCacheSize };
+      const opening = {
+        startupTimeoutMs: options.timeout * 1000,
+        accountCacheSize: config.accountCacheSize,
+        redisReplicaAcks: config.redisReplicaAcks,
+      };
       const results = await Promise.all([
         check('MongoDB', 'MONGODB_URL', config.mongodbUrl, (url) => ({ mongodbUrl: url }), opening),
         check('Redis', 'REDIS_URL', config.redisUrl, (url) => ({ redisUrl: url }), opening),
@@ -32,7 +36,7 @@ async function check(
   variable: string,
   url: string | undefined,
   only: (url: string) => Pick<OpenStoresOptions, 'mongodbUrl' | 'redisUrl'>,
-  opening: Pick<OpenStoresOptions, 'startupTimeoutMs' | 'accountCacheSize'>,
+  opening: Pick<OpenStoresOptions, 'startupTimeoutMs' | 'accountCacheSize' | 'redisReplicaAcks'>,
 ): Promise<{ backend: string; answers: boolean; line: string }> {
   if (!url) return { backend, answers: true, line: `${backend}: embedded (${variable} unset)` };
   const started = Date.now();

@@ -1,5 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
+import type { Account } from '../../accounts/model.ts';
 import { InvalidGrant } from '../../errors.ts';
+import type { AuthorizationCodeGrant } from '../model.ts';
 import { CODE_VERIFIER_PATTERN, verifiesChallenge } from '../pkce.ts';
 import { isRegisteredRedirectUri, MAX_REDIRECT_URI_LENGTH } from '../redirect-uri.ts';
 import { clientParameters, type Grant, issueTokens, parameterValidator } from './grant.ts';
@@ -26,16 +28,23 @@ const validate = parameterValidator<Static<typeof parameters>>(parameters);
 /** Presented after it was used: RFC 6749 §4.1.2 asks to revoke what it was exchanged for. */
 const ALREADY_USED = 'Authorization code already used';
 
+/** What the checks of a code exchange approve: the code, its grant and the account it signs in. */
+interface CodeExchange {
+  code: string;
+  grant: AuthorizationCodeGrant;
+  account: Account;
+}
+
 /**
  * RFC 6749 §4.1.3 with PKCE (RFC 7636 §4.6): the code, bound to its client, its redirect URI
  * and its challenge, becomes tokens once. Every check comes before the code is used up, so
  * a refused request leaves it usable. A code presented again after its use means it leaked:
  * the tokens issued for it are revoked (their refresh-token family).
  */
-export const authorizationCodeGrant: Grant = {
+export const authorizationCodeGrant: Grant<CodeExchange> = {
   type: 'authorization_code',
   parameters,
-  async handle(params, client, deps) {
+  async check(params, client, deps) {
     const { code, redirect_uri: redirectUri, code_verifier: verifier } = validate.check(params);
     const grant = await deps.authorizationCodes.findCode(code);
     // Another client's code is told apart from no code at all to nobody.
@@ -53,7 +62,10 @@ export const authorizationCodeGrant: Grant = {
       grant.credentialStamp,
       () => new InvalidGrant(),
     );
+    return deps.approve({ code, grant, account });
+  },
 
+  async redeem({ code, grant, account }, client, deps) {
     const consumed = await deps.authorizationCodes.consumeCode(code);
     if (consumed === 'unknown') throw new InvalidGrant('Invalid authorization code');
     if (consumed === 'reused') {

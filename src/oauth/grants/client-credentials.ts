@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { resolveScope } from '../scope.ts';
-import { clientParameters, type Grant, issueTokens, parameterValidator } from './grant.ts';
+import { accessTokenResponse, clientParameters, type Grant, parameterValidator } from './grant.ts';
 
 const parameters = Type.Object(
   {
@@ -16,17 +16,15 @@ const validate = parameterValidator<Static<typeof parameters>>(parameters);
  * RFC 6749 §4.4: a machine client acting for itself. The identity is the client, whose role
  * (`client`) no business route grants by default; no refresh token is issued (§4.4.3).
  */
-export const clientCredentialsGrant: Grant = {
+export const clientCredentialsGrant: Grant<{ scope: string }> = {
   type: 'client_credentials',
   parameters,
-  async handle(params, client, deps) {
+  async check(params, _client, deps) {
     const { scope: requestedScope } = validate.check(params);
-    const scope = await resolveScope(requestedScope, deps.scopes);
-    return issueTokens(deps, {
-      subject: { kind: 'client', id: client.id },
-      client,
-      scope,
-      withRefreshToken: false,
-    });
+    return deps.approve({ scope: await resolveScope(requestedScope, deps.scopes) });
+  },
+
+  redeem({ scope }, client, deps) {
+    return accessTokenResponse(deps, { subject: { kind: 'client', id: client.id }, client, scope });
   },
 };

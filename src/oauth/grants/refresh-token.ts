@@ -1,15 +1,15 @@
 import { type Static, Type } from '@sinclair/typebox';
+import type { Account } from '../../accounts/model.ts';
 import { InvalidGrant, InvalidScope } from '../../errors.ts';
-import type { OAuthClient, RefreshTokenGrant } from '../model.ts';
-import type { RefreshTokenHold } from '../refresh-token.ts';
+import type { RefreshTokenGrant } from '../model.ts';
+import type { PresentedRefreshToken } from '../refresh-token.ts';
 import { isWithin, resolveScope } from '../scope.ts';
 import {
+  accessTokenResponse,
   clientParameters,
   type Grant,
-  type GrantDependencies,
-  issueTokens,
   parameterValidator,
-  type TokenResponse,
+  TokenLeaked,
 } from './grant.ts';
 
 const parameters = Type.Object(
@@ -27,71 +27,71 @@ const parameters = Type.Object(
 );
 const validate = parameterValidator<Static<typeof parameters>>(parameters);
 
+const ALREADY_USED = 'Refresh token already used';
+
+/** What the checks of a refresh approve: the token as inspected, its grant, the account, the scope. */
+interface Refresh {
+  presented: PresentedRefreshToken;
+  grant: RefreshTokenGrant;
+  account: Account;
+  scope: string;
+}
+
 /**
- * RFC 6749 §6 with rotation and reuse detection (RFC 9700 §4.14.2): every refresh consumes
- * the presented token and issues a new one in the same family; a token presented again after
- * it was rotated means it leaked, so the whole family is revoked. A refusal that means no
- * leak never burns the token: what can be checked before the consume is, and a refusal
- * after it gives the token back unused.
+ * RFC 6749 §6 with rotation and reuse detection (RFC 9700 §4.14.2): every refresh redeems
+ * the presented token for a new one in the same family. The token a rotation replaced,
+ * presented again by its client within the retry window while its successor is unused, is
+ * answered with that same successor, so a lost answer or two tabs sign nobody out and the
+ * family still has one live token. Any other earlier token means it leaked, so the whole
+ * family is revoked. The checks read the token without using it up, so a refusal that
+ * means no leak leaves it usable.
  */
-export const refreshTokenGrant: Grant = {
+export const refreshTokenGrant: Grant<Refresh> = {
   type: 'refresh_token',
   parameters,
-  async handle(params, client, deps) {
+  async check(params, client, deps) {
     const { refresh_token: token, scope: requestedScope } = validate.check(params);
     // RFC 6749 §6: an omitted scope means the scope originally granted.
     const requested =
       requestedScope === undefined ? undefined : await resolveScope(requestedScope, deps.scopes);
-    const result = await deps.refreshTokens.consumeRefreshToken(token);
-    if (result.outcome === 'unknown' || result.outcome === 'revoked')
+    const found = await deps.refreshTokens.inspectRefreshToken(token);
+    if (found.state === 'unknown' || found.state === 'revoked')
       throw new InvalidGrant('Invalid refresh token');
-    // Another request is refreshing with this very token (a double submit): it wins, this one
-    // fails, and nothing is revoked, since nothing leaked.
-    if (result.outcome === 'in-flight') throw new InvalidGrant('Refresh token is already being used');
-    // The store revoked the family with this verdict.
-    if (result.outcome === 'reused') throw new InvalidGrant('Refresh token already used');
-    const { grant, hold } = result;
+    if (found.state === 'reused') throw new TokenLeaked(found.grant.familyId, ALREADY_USED);
+    // Current, or the token just rotated coming back (a lost answer, a second tab): a retry
+    // is checked like a first try, and redeemed for the same successor.
+    const { grant, presented } = found;
     // RFC 6749 §10.4: the token is bound to its client. Another client holding it means it leaked.
-    if (grant.clientId !== client.id) {
-      await deps.refreshTokens.revokeFamily(grant.familyId);
-      throw new InvalidGrant('Refresh token was issued to another client');
-    }
-    try {
-      return await rotate(grant, requested ?? grant.scope, hold, client, deps);
-    } catch (error) {
-      // The client may retry (an outage) or will hear the same refusal again: either way the
-      // token is not burnt, not even when the rotation landed but its reply was lost. Should
-      // the store fail here too, the refusal is still what is told, and the lease frees the token.
-      await deps.refreshTokens.releaseRefreshToken(hold).catch(() => undefined);
-      throw error;
-    }
+    if (grant.clientId !== client.id)
+      throw new TokenLeaked(grant.familyId, 'Refresh token was issued to another client');
+    // A narrower scope narrows the access token only: the successor keeps the family's scope.
+    const scope = requested ?? grant.scope;
+    if (!isWithin(scope, grant.scope)) throw new InvalidScope();
+    const account = await deps.sessions.resume(
+      grant.accountKind,
+      grant.subject,
+      grant.credentialStamp,
+      () => new InvalidGrant(),
+    );
+    return deps.approve({ presented, grant, account, scope });
+  },
+
+  async redeem({ presented, grant, account, scope }, client, deps) {
+    // Signed while the store rotates; thrown away if the rotation refuses.
+    const [response, redeemed] = await Promise.all([
+      accessTokenResponse(deps, {
+        subject: { kind: grant.accountKind, id: account.id },
+        credentialStamp: grant.credentialStamp,
+        client,
+        scope,
+      }),
+      deps.refreshTokens.redeemRefreshToken(presented, grant),
+    ]);
+    // Since the checks, the successor was used or the window ended (reuse: the store revoked
+    // the family with that verdict), or the family was revoked (sessions ended).
+    if (redeemed.outcome === 'reused') throw new InvalidGrant(ALREADY_USED);
+    if (redeemed.outcome !== 'rotated' && redeemed.outcome !== 'retried')
+      throw new InvalidGrant('Invalid refresh token');
+    return { ...response, refresh_token: redeemed.refreshToken };
   },
 };
-
-/**
- * The checks that need the stored grant, then the new tokens in the same family. A narrower
- * scope narrows the access token only: the successor keeps the family's scope (RFC 6749 §6).
- */
-async function rotate(
-  grant: RefreshTokenGrant,
-  scope: string,
-  hold: RefreshTokenHold,
-  client: OAuthClient,
-  deps: GrantDependencies,
-): Promise<TokenResponse> {
-  if (!isWithin(scope, grant.scope)) throw new InvalidScope();
-  const account = await deps.sessions.resume(
-    grant.accountKind,
-    grant.subject,
-    grant.credentialStamp,
-    () => new InvalidGrant(),
-  );
-  return issueTokens(deps, {
-    subject: { kind: grant.accountKind, id: account.id },
-    client,
-    scope,
-    credentialStamp: grant.credentialStamp,
-    rotates: hold,
-    withRefreshToken: true,
-  });
-}

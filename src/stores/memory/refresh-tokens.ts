@@ -1,20 +1,20 @@
 import type { AccountKind } from '../../accounts/model.ts';
 import type {
-  ConsumeResult,
   RefreshTokenGeneration,
   RefreshTokenGrant,
+  RefreshTokenRetry,
   RefreshTokenRotation,
+  RefreshTokenState,
   RefreshTokenStore,
 } from '../../oauth/model.ts';
 
-/** One family: its grant, its current token and what holds it; nothing per rotated token. */
+/** One family: its grant, its current token, and its last rotation's retry record. */
 interface Family {
   grant: RefreshTokenGrant;
   current: RefreshTokenGeneration;
-  state: 'unused' | 'consumed' | 'revoked';
-  /** The refresh holding the family while `consumed`. */
-  attempt?: string;
-  leaseUntil?: number;
+  revoked: boolean;
+  /** For the token the last rotation replaced (its MAC), until the window ends. */
+  retry?: RefreshTokenRetry & { previousMac: string };
 }
 
 /** Entries held by MemoryRefreshTokenStore; each stays until a sweep after it expires. */
@@ -26,7 +26,7 @@ export interface Footprint {
 
 /**
  * Refresh tokens in process memory. Every method body runs without awaiting, so on Node's
- * single thread each one is atomic, which is what `consume` promises.
+ * single thread each one is atomic, which is what `rotate` promises.
  */
 export class MemoryRefreshTokenStore implements RefreshTokenStore {
   readonly #families = new Map<string, Family>();
@@ -41,58 +41,49 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
   async create(grant: RefreshTokenGrant, first: RefreshTokenGeneration): Promise<boolean> {
     this.#sweep();
     if (this.#live(grant.familyId)) return false;
-    this.#families.set(grant.familyId, { grant: { ...grant }, current: { ...first }, state: 'unused' });
+    this.#families.set(grant.familyId, { grant: { ...grant }, current: { ...first }, revoked: false });
     this.#index(grant);
     return true;
   }
 
-  async consume(
-    familyId: string,
-    presented: RefreshTokenGeneration,
-    hold: { attempt: string; leaseUntil: number },
-  ): Promise<ConsumeResult> {
+  async inspect(familyId: string, presented: RefreshTokenGeneration): Promise<RefreshTokenState> {
     const family = this.#live(familyId);
-    if (!family) return { outcome: 'unknown' };
-    if (family.state === 'revoked') return { outcome: 'revoked' };
-    if (presented.generation < family.current.generation) {
-      this.#revoke(family);
-      return { outcome: 'reused', grant: { ...family.grant } };
-    }
-    if (presented.generation > family.current.generation || presented.mac !== family.current.mac)
-      return { outcome: 'unknown' };
-    if (family.state === 'consumed' && (family.leaseUntil ?? 0) > this.#now())
-      return { outcome: 'in-flight' };
-    family.state = 'consumed';
-    family.attempt = hold.attempt;
-    family.leaseUntil = hold.leaseUntil;
-    return { outcome: 'consumed', grant: { ...family.grant } };
+    return family ? this.#find(family, presented) : { state: 'unknown' };
   }
 
   async rotate(
     grant: RefreshTokenGrant,
-    attempt: string,
+    presented: RefreshTokenGeneration,
     successor: RefreshTokenGeneration,
-  ): Promise<boolean> {
-    const family = this.#families.get(grant.familyId);
-    if (family?.state !== 'consumed' || family.attempt !== attempt) return false;
+    retry?: RefreshTokenRetry,
+  ): Promise<RefreshTokenRotation> {
+    const family = this.#live(grant.familyId);
+    if (!family) return { state: 'unknown' };
+    const found = this.#find(family, presented);
+    if (found.state === 'reused') this.#revoke(family);
+    if (found.state !== 'current') return found;
     family.current = { ...successor };
     family.grant.expiresAt = grant.expiresAt;
-    family.state = 'unused';
-    family.attempt = undefined;
-    family.leaseUntil = undefined;
+    family.retry = retry && { ...retry, previousMac: presented.mac };
     this.#index(family.grant);
-    return true;
+    return { state: 'rotated' };
   }
 
-  async release(familyId: string, attempt: string, rotation?: RefreshTokenRotation): Promise<void> {
-    const family = this.#families.get(familyId);
-    if (family?.state === 'consumed' && family.attempt === attempt) {
-      family.state = 'unused';
-      family.attempt = undefined;
-      family.leaseUntil = undefined;
-    } else if (family?.state === 'unused' && rotation && family.current.mac === rotation.successorMac) {
-      family.current = { generation: family.current.generation - 1, mac: rotation.previousMac };
-    }
+  /** What the presented token is in this live family; the rules of the Redis store's FIND script. */
+  #find(family: Family, presented: RefreshTokenGeneration): RefreshTokenState {
+    if (family.revoked) return { state: 'revoked' };
+    const { current, retry } = family;
+    const grant = { ...family.grant };
+    if (presented.generation === current.generation)
+      return presented.mac === current.mac ? { state: 'current', grant } : { state: 'unknown' };
+    if (presented.generation > current.generation) return { state: 'unknown' };
+    if (
+      presented.generation === current.generation - 1 &&
+      retry?.previousMac === presented.mac &&
+      retry.until > this.#now()
+    )
+      return { state: 'retry', grant, sealedSuccessor: retry.sealedSuccessor };
+    return { state: 'reused', grant };
   }
 
   async revokeFamily(familyId: string): Promise<void> {
@@ -124,8 +115,8 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
   }
 
   #revoke(family: Family): void {
-    family.state = 'revoked';
-    family.attempt = undefined;
+    family.revoked = true;
+    family.retry = undefined;
     this.#familiesBySubject
       .get(subjectKey(family.grant.accountKind, family.grant.subject))
       ?.delete(family.grant.familyId);
@@ -141,12 +132,17 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     this.#familiesBySubject.set(key, families);
   }
 
-  /** Drops expired entries so a long-running embedded server does not grow without bound. */
+  /**
+   * Drops expired entries (and retry records past their window) so a long-running embedded
+   * server does not grow without bound.
+   */
   #sweep(): void {
     if (this.#families.size % 1024 !== 0) return;
     const now = this.#now();
-    for (const [familyId, family] of this.#families)
+    for (const [familyId, family] of this.#families) {
       if (family.grant.expiresAt <= now) this.#families.delete(familyId);
+      else if (family.retry && family.retry.until <= now) family.retry = undefined;
+    }
     for (const [key, families] of this.#familiesBySubject) {
       for (const [familyId, expiresAt] of families) if (expiresAt <= now) families.delete(familyId);
       if (families.size === 0) this.#familiesBySubject.delete(key);

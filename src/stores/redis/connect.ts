@@ -3,13 +3,15 @@
  * telling its outages apart from other errors.
  *
  * Effective defaults, the same for every shape; REDIS_URL gives only where and who:
- *   one multiplexed connection per server (ioredis does not pool)
+ *   one multiplexed connection per server (ioredis does not pool), and one more for the
+ *     refresh-token writes that replicas must confirm (REDIS_MIN_REPLICA_ACKS, redis/writes.ts)
  *   connectTimeout                2000
  *   commandTimeout                2000   a command without a reply by then fails (503)
  *   enableOfflineQueue            false  while disconnected a call fails at once instead of queueing
  *   maxRetriesPerRequest          0      calls in flight when the connection drops fail at once
  *   autoResendUnfulfilledCommands false  never replay a `consume` whose reply was lost
  *   reconnect                     forever, backoff 100 ms doubling to at most 2000 ms
+ *   failoverDetector (Sentinel)   true   follow `+switch-master` at once
  * Startup waits for the first connection until the deadline; reconnecting goes on after it.
  */
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
@@ -26,8 +28,9 @@ const REDIS_OPTIONS = {
   commandTimeout: 2000,
   enableOfflineQueue: false,
   maxRetriesPerRequest: 0,
-  // A consume whose reply was lost may have run: replaying it would report `reused`
-  // for a legitimate client and revoke its family. Failing with 503 is the honest answer.
+  // A write whose reply was lost may have run: the answer is 503, and the client's retry
+  // finds what it did (a rotation, within the retry window). Replayed behind the client's
+  // back, a rotation would find its own and answer nobody.
   autoResendUnfulfilledCommands: false,
   // Never give up: when Redis comes back the service recovers without a restart.
   retryStrategy: (times) => backoff(times, 100),
@@ -56,6 +59,10 @@ function createClient(target: RedisTarget): RedisClient {
         name: target.masterName,
         db: target.db,
         sentinelRetryStrategy: (times) => backoff(times, 100),
+        // Reconnect to the new master as soon as a Sentinel announces a failover, rather than
+        // once the old master refuses a write: until the Sentinels demote it (seconds later),
+        // it takes writes that its replicas will never see.
+        failoverDetector: true,
       });
     case 'cluster':
       return new Cluster(target.nodes, {
@@ -95,7 +102,10 @@ export async function connectRedis(
     client: redis,
     async close() {
       // quit() says goodbye politely; when the server is gone there is no one to say it to.
-      await redis.quit().catch(() => redis.disconnect());
+      // disconnect() then also ends what the client holds beside its connection (the
+      // Sentinel subscriptions of the failover detector), which would keep the process alive.
+      await redis.quit().catch(() => undefined);
+      redis.disconnect();
     },
   };
 }

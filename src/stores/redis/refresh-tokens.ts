@@ -1,32 +1,37 @@
 import { createHash } from 'node:crypto';
 import type { AccountKind } from '../../accounts/model.ts';
 import type {
-  ConsumeResult,
   RefreshTokenGeneration,
   RefreshTokenGrant,
+  RefreshTokenRetry,
   RefreshTokenRotation,
+  RefreshTokenState,
   RefreshTokenStore,
 } from '../../oauth/model.ts';
 import type { RedisClient } from './connect.ts';
 import { runScript, script } from './scripts.ts';
+import { immediateWrites, type ScriptWrites } from './writes.ts';
 
 /**
- * Refresh tokens in Redis: one small hash per family, however often it rotates, and one
- * sorted set per account. Key layout (P = prefix, default `rt:`):
+ * Refresh tokens in Redis: one small hash per family, however often it rotates, one for a
+ * short while after each rotation, and one sorted set per account. Key layout (P = prefix,
+ * default `rt:`):
  *
  *   P{familyId}        hash, PEXPIREAT its expiry:
  *                        g generation of the current token
  *                        m its MAC
- *                        s u unused | c consumed | r revoked
- *                        a the attempt holding it while c
- *                        l lease expiry (ms) while c
+ *                        s u live | r revoked
  *                        e expiry (ms), c client, k kind, u subject, sc scope, st stamp
+ *   P{familyId}:r      hash, the last rotation's retry record, PEXPIREAT the end of its window:
+ *                        m MAC of the token it replaced
+ *                        x the successor, sealed under a key only that token gives
+ *                        e end of the retry window (ms)
  *   Ps:{account}       sorted set of the account's family ids scored by expiry, pruned of
  *                      expired families on every write, PEXPIREAT its latest score; the
  *                      tag is a 96-bit digest of kind and subject, shorter than both
  *
- * The `{...}` hash tags keep each script on one cluster slot. Only MACs are stored, never a
- * token: the random part a token needs is in no key.
+ * The `{...}` hash tags keep a family's two keys on one cluster slot, so each script runs on
+ * one. Only MACs are stored, never a token: the random part a token needs is in no key.
  */
 
 const GRANT_FIELDS = "'c', 'k', 'u', 'sc', 'st', 'e'";
@@ -41,59 +46,71 @@ return 1
 `;
 
 /**
- * The verdict on a presented token, atomically: so of two concurrent consumers exactly one
- * wins, and an older generation revokes the family in the same step as it is recognised.
+ * What the presented token (generation ARGV[1], MAC ARGV[2]) is at ARGV[3] (ms): its state,
+ * the family's fields (the grant from f[4]) and, for a retry, the sealed successor.
  */
-const CONSUME = `
-local f = redis.call('HMGET', KEYS[1], 'g', 'm', 's', 'l', ${GRANT_FIELDS})
-local now = tonumber(ARGV[5])
-if not f[1] or tonumber(f[10]) <= now then return {'unknown'} end
-if f[3] == 'r' then return {'revoked'} end
-local presented, current = tonumber(ARGV[1]), tonumber(f[1])
-if presented < current then
-  redis.call('HSET', KEYS[1], 's', 'r')
-  redis.call('HDEL', KEYS[1], 'a', 'l')
-  return {'reused', f[5], f[6], f[7], f[8], f[9], f[10]}
+const FIND = `
+local function find()
+  local now = tonumber(ARGV[3])
+  local f = redis.call('HMGET', KEYS[1], 'g', 'm', 's', ${GRANT_FIELDS})
+  if not f[1] or tonumber(f[9]) <= now then return 'unknown' end
+  if f[3] == 'r' then return 'revoked' end
+  local presented, current = tonumber(ARGV[1]), tonumber(f[1])
+  if presented == current then
+    if ARGV[2] == f[2] then return 'current', f end
+    return 'unknown'
+  end
+  if presented > current then return 'unknown' end
+  if presented == current - 1 then
+    local r = redis.call('HMGET', KEYS[2], 'm', 'x', 'e')
+    if r[1] == ARGV[2] and tonumber(r[3]) > now then return 'retry', f, r[2] end
+  end
+  return 'reused', f
 end
-if presented > current or ARGV[2] ~= f[2] then return {'unknown'} end
-if f[3] == 'c' and tonumber(f[4]) > now then return {'in-flight'} end
-redis.call('HSET', KEYS[1], 's', 'c', 'a', ARGV[3], 'l', ARGV[4])
-return {'consumed', f[5], f[6], f[7], f[8], f[9], f[10]}
+local function reply(state, f, sealed)
+  if not f then return {state} end
+  return {state, f[4], f[5], f[6], f[7], f[8], f[9], sealed}
+end
 `;
 
-/** Installs the successor, only while the attempt still holds the family. */
-const ROTATE = `
-local f = redis.call('HMGET', KEYS[1], 's', 'a')
-if f[1] ~= 'c' or f[2] ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 's', 'u', 'g', ARGV[2], 'm', ARGV[3], 'e', ARGV[4])
-redis.call('HDEL', KEYS[1], 'a', 'l')
-redis.call('PEXPIREAT', KEYS[1], ARGV[4])
-return 1
+const INSPECT = `${FIND}
+return reply(find())
 `;
 
 /**
- * Gives back what the attempt took: its consume, or its rotation while the successor is
- * unused. The caller brings the MAC to restore (it holds the token it presented), so no
- * record keeps a replaced MAC for a rollback that is almost never needed.
+ * The one write of a refresh, a compare-and-set: a current token is replaced by its
+ * successor (ARGV[4] its MAC, ARGV[5] the family's new expiry) and kept for retries (sealed
+ * successor ARGV[6], or '' for none, until ARGV[7]); anything else is answered as found, and
+ * an older generation revokes the family with that verdict.
  */
-const RELEASE = `
-local f = redis.call('HMGET', KEYS[1], 's', 'a', 'g', 'm')
-if f[1] == 'c' and f[2] == ARGV[1] then
-  redis.call('HSET', KEYS[1], 's', 'u')
-elseif f[1] == 'u' and ARGV[2] and f[4] == ARGV[2] then
-  redis.call('HSET', KEYS[1], 'g', tonumber(f[3]) - 1, 'm', ARGV[3])
-else
-  return 0
+const ROTATE = `${FIND}
+local state, f, sealed = find()
+if state == 'current' then
+  redis.call('HSET', KEYS[1], 'g', tonumber(ARGV[1]) + 1, 'm', ARGV[4], 'e', ARGV[5])
+  redis.call('PEXPIREAT', KEYS[1], ARGV[5])
+  if ARGV[6] == '' then
+    redis.call('DEL', KEYS[2])
+  else
+    redis.call('HSET', KEYS[2], 'm', ARGV[2], 'x', ARGV[6], 'e', ARGV[7])
+    redis.call('PEXPIREAT', KEYS[2], ARGV[7])
+  end
+  return {'rotated'}
+elseif state == 'retry' then
+  -- Rewritten as it is, so that a WAIT after this script, on any connection, also covers
+  -- the rotation this answer hands out.
+  redis.call('HSET', KEYS[2], 'x', sealed)
+elseif state == 'reused' then
+  redis.call('HSET', KEYS[1], 's', 'r')
+  redis.call('DEL', KEYS[2])
 end
-redis.call('HDEL', KEYS[1], 'a', 'l')
-return 1
+return reply(state, f, sealed)
 `;
 
 /** Marks the family revoked for the rest of its life; returns its account to unlist it from. */
 const REVOKE_FAMILY = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 redis.call('HSET', KEYS[1], 's', 'r')
-redis.call('HDEL', KEYS[1], 'a', 'l')
+redis.call('DEL', KEYS[2])
 return redis.call('HMGET', KEYS[1], 'k', 'u')
 `;
 
@@ -111,20 +128,25 @@ return 1
 
 const SCRIPTS = {
   create: script(CREATE),
-  consume: script(CONSUME),
+  inspect: script(INSPECT),
   rotate: script(ROTATE),
-  release: script(RELEASE),
   revokeFamily: script(REVOKE_FAMILY),
   indexFamily: script(INDEX_FAMILY),
 };
 
 export class RedisRefreshTokenStore implements RefreshTokenStore {
   readonly #redis: RedisClient;
+  /** Where every change that an answer depends on goes: acknowledged by replicas, or not. */
+  readonly #writes: ScriptWrites;
   readonly #prefix: string;
   readonly #now: () => number;
 
-  constructor(redis: RedisClient, options: { prefix?: string; now?: () => number } = {}) {
+  constructor(
+    redis: RedisClient,
+    options: { prefix?: string; now?: () => number; writes?: ScriptWrites } = {},
+  ) {
     this.#redis = redis;
+    this.#writes = options.writes ?? immediateWrites(redis);
     this.#prefix = options.prefix ?? 'rt:';
     this.#now = options.now ?? Date.now;
   }
@@ -133,8 +155,7 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
     // Index the family under its account first: if the second step fails, the set only lists
     // a family that does not exist, whereas the other order could leave one revokeSubject misses.
     await this.#index(grant.accountKind, grant.subject, grant.familyId, grant.expiresAt);
-    const created = await runScript(
-      this.#redis,
+    const created = await this.#writes.run(
       SCRIPTS.create,
       [this.#familyKey(grant.familyId)],
       [
@@ -150,65 +171,47 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
     return created === 1;
   }
 
-  async consume(
-    familyId: string,
-    presented: RefreshTokenGeneration,
-    hold: { attempt: string; leaseUntil: number },
-  ): Promise<ConsumeResult> {
-    // The caller's clock decides expiry and leases, as in the memory store; Redis's own
-    // expiry only frees the memory.
-    const reply = await runScript(
-      this.#redis,
-      SCRIPTS.consume,
-      [this.#familyKey(familyId)],
-      [presented.generation, presented.mac, hold.attempt, hold.leaseUntil, this.#now()],
-    );
-    if (!Array.isArray(reply)) throw new Error('Unexpected reply from the consume script');
-    const [outcome, clientId, accountKind, subject, scope, credentialStamp, expiresAt] = reply as string[];
-    if ((outcome === 'consumed' || outcome === 'reused') && subject !== undefined) {
-      const grant: RefreshTokenGrant = {
-        familyId,
-        clientId: String(clientId),
-        accountKind: accountKind as AccountKind,
-        subject,
-        scope: String(scope),
-        credentialStamp: String(credentialStamp),
-        expiresAt: Number(expiresAt),
-      };
-      if (outcome === 'reused') await this.#unindex(grant.accountKind, subject, familyId);
-      return { outcome, grant };
-    }
-    if (outcome === 'revoked' || outcome === 'in-flight') return { outcome };
-    return { outcome: 'unknown' };
+  async inspect(familyId: string, presented: RefreshTokenGeneration): Promise<RefreshTokenState> {
+    // The caller's clock decides expiry and retry windows, as in the memory store; Redis's
+    // own expiry only frees the memory.
+    const reply = await runScript(this.#redis, SCRIPTS.inspect, this.#familyKeys(familyId), [
+      presented.generation,
+      presented.mac,
+      this.#now(),
+    ]);
+    return stateOf(familyId, reply);
   }
 
   async rotate(
     grant: RefreshTokenGrant,
-    attempt: string,
+    presented: RefreshTokenGeneration,
     successor: RefreshTokenGeneration,
-  ): Promise<boolean> {
-    // Both in one round trip, the index sent first: were only the rotation to land, the
-    // successor was never delivered (the refresh failed), so nobody holds a token the
-    // index could miss.
-    const [, rotated] = await Promise.all([
+    retry?: RefreshTokenRetry,
+  ): Promise<RefreshTokenRotation> {
+    // Both in one batch, the index sent first: were only the rotation to land, the refresh
+    // failed, and the client's retry finds the rotation and lists the family again.
+    const [, reply] = await Promise.all([
       this.#index(grant.accountKind, grant.subject, grant.familyId, grant.expiresAt),
-      runScript(
-        this.#redis,
-        SCRIPTS.rotate,
-        [this.#familyKey(grant.familyId)],
-        [attempt, successor.generation, successor.mac, grant.expiresAt],
-      ),
+      this.#writes.run(SCRIPTS.rotate, this.#familyKeys(grant.familyId), [
+        presented.generation,
+        presented.mac,
+        this.#now(),
+        successor.mac,
+        grant.expiresAt,
+        retry?.sealedSuccessor ?? '',
+        retry?.until ?? 0,
+      ]),
     ]);
-    return rotated === 1;
-  }
-
-  async release(familyId: string, attempt: string, rotation?: RefreshTokenRotation): Promise<void> {
-    const args = rotation ? [attempt, rotation.successorMac, rotation.previousMac] : [attempt];
-    await runScript(this.#redis, SCRIPTS.release, [this.#familyKey(familyId)], args);
+    if (Array.isArray(reply) && reply[0] === 'rotated') return { state: 'rotated' };
+    const found = stateOf(grant.familyId, reply);
+    if (found.state === 'current') throw new Error('The rotate script left a current token unrotated');
+    if (found.state === 'reused')
+      await this.#unindex(found.grant.accountKind, found.grant.subject, grant.familyId);
+    return found;
   }
 
   async revokeFamily(familyId: string): Promise<void> {
-    const account = await runScript(this.#redis, SCRIPTS.revokeFamily, [this.#familyKey(familyId)], []);
+    const account = await this.#writes.run(SCRIPTS.revokeFamily, this.#familyKeys(familyId), []);
     if (!Array.isArray(account)) return;
     const [kind, subject] = account as [AccountKind, string];
     await this.#unindex(kind, subject, familyId);
@@ -224,8 +227,7 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
   }
 
   async #index(kind: AccountKind, subject: string, familyId: string, expiresAt: number): Promise<void> {
-    await runScript(
-      this.#redis,
+    await this.#writes.run(
       SCRIPTS.indexFamily,
       [this.#subjectKey(kind, subject)],
       [familyId, expiresAt, this.#now()],
@@ -240,8 +242,33 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
     return `${this.#prefix}{${familyId}}`;
   }
 
+  /** The family's record and its retry record: one hash tag, so one cluster slot. */
+  #familyKeys(familyId: string): [string, string] {
+    const family = this.#familyKey(familyId);
+    return [family, `${family}:r`];
+  }
+
   #subjectKey(kind: AccountKind, subject: string): string {
     const account = createHash('sha256').update(`${kind}:${subject}`).digest('base64url').slice(0, 16);
     return `${this.#prefix}s:{${account}}`;
   }
+}
+
+/** The state a FIND reply names, with the grant from its fields. */
+function stateOf(familyId: string, reply: unknown): RefreshTokenState {
+  if (!Array.isArray(reply)) throw new Error('Unexpected reply from a refresh-token script');
+  const [state, clientId, accountKind, subject, scope, credentialStamp, expiresAt, sealed] =
+    reply as string[];
+  if (state === 'revoked') return { state };
+  if (state !== 'current' && state !== 'retry' && state !== 'reused') return { state: 'unknown' };
+  const grant: RefreshTokenGrant = {
+    familyId,
+    clientId: String(clientId),
+    accountKind: accountKind as AccountKind,
+    subject: String(subject),
+    scope: String(scope),
+    credentialStamp: String(credentialStamp),
+    expiresAt: Number(expiresAt),
+  };
+  return state === 'retry' ? { state, grant, sealedSuccessor: String(sealed) } : { state, grant };
 }

@@ -1,0 +1,167 @@
+/**
+ * Behind Sentinels a refresh-token change is answered only once a replica has it (Redis
+ * WAIT), so a failover to that replica loses no answered rotation. Measured on a Sentinel
+ * setup of its own, whose replica the tests freeze (SIGSTOP) to stop its acknowledgements.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { NotReplicated } from '../../src/errors.ts';
+import type { RefreshTokenGrant } from '../../src/oauth/model.ts';
+import type { Connection } from '../../src/stores/connection.ts';
+import { connectRedis, type RedisClient } from '../../src/stores/redis/connect.ts';
+import { RedisRefreshTokenStore } from '../../src/stores/redis/refresh-tokens.ts';
+import { acknowledgedWrites } from '../../src/stores/redis/writes.ts';
+import { onPath, type SentinelSetup, startSentinelSetup } from '../support/backends.ts';
+import { FRONTEND_CLIENT, passwordGrant, refreshGrant, request, SEEDED_USER } from '../support/http.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+/** What `attempt` returns once it stops throwing; it is tried again every 50 ms for 10 s. */
+async function once<T>(attempt: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+function newGrant(): RefreshTokenGrant {
+  return {
+    familyId: randomUUID(),
+    clientId: 'web',
+    accountKind: 'user',
+    subject: randomUUID(),
+    scope: 'api',
+    credentialStamp: 'stamp',
+    expiresAt: Date.now() + 60_000,
+  };
+}
+
+/** The generation a refresh token carries (its second part). */
+const generationOf = (token: unknown) => Number(String(token).split('.')[1]);
+
+describe('refresh-token changes acknowledged by a Redis replica', {
+  skip: onPath('redis-server') ? false : 'redis-server not on PATH: replica acknowledgements not tested',
+}, () => {
+  let setup: SentinelSetup;
+  let server: TestServer;
+  const connections: Connection<RedisClient>[] = [];
+  /** A connection to the Sentinel setup's master, made as the service makes them; closed after. */
+  async function open(): Promise<RedisClient> {
+    const connection = await connectRedis(setup.url, { deadline: Date.now() + 10_000, log: () => {} });
+    connections.push(connection);
+    return connection.client;
+  }
+  before(async () => {
+    setup = await startSentinelSetup();
+    // REDIS_MIN_REPLICA_ACKS is 1 by default with a Sentinel URL.
+    server = await startTestServer({ env: { REDIS_URL: setup.url, REDIS_REPLICA_ACK_TIMEOUT_MS: '300' } });
+  });
+  after(async () => {
+    setup?.replica.signal('SIGCONT');
+    await server?.close();
+    await Promise.all(connections.map((connection) => connection.close()));
+    await setup?.dispose();
+  });
+
+  /** Runs `during` with the replica frozen: it neither applies nor acknowledges anything. */
+  async function withReplicaFrozen<T>(during: () => Promise<T>): Promise<T> {
+    setup.replica.signal('SIGSTOP');
+    try {
+      return await during();
+    } finally {
+      setup.replica.signal('SIGCONT');
+    }
+  }
+
+  test('a rotation the replica does not confirm is 503, sign-ins too; the retry gets that rotation’s successor', async () => {
+    const { refresh_token } = await passwordGrant(server.url, FRONTEND_CLIENT, SEEDED_USER);
+    const first = await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token);
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    const token = String(first.body.refresh_token);
+
+    const [refused, login] = await withReplicaFrozen(() =>
+      Promise.all([
+        refreshGrant(server.url, FRONTEND_CLIENT, token),
+        request(server.url, 'POST', '/security/generate-token', {
+          json: { grant_type: 'password', scope: 'api', ...FRONTEND_CLIENT, ...SEEDED_USER },
+        }),
+      ]),
+    );
+    for (const response of [refused, login]) {
+      assert.equal(response.status, 503, JSON.stringify(response.body));
+      assert.equal(response.body.error, 'temporarily_unavailable');
+    }
+
+    // The rotation was made on the primary: once the replica has it, the client's retry with
+    // the same token is answered with its successor, and nothing else was minted.
+    const retry = await once(async () => {
+      const response = await refreshGrant(server.url, FRONTEND_CLIENT, token);
+      if (response.status === 503) throw new Error('still not confirmed');
+      return response;
+    });
+    assert.equal(retry.status, 200, JSON.stringify(retry.body));
+    assert.equal(generationOf(retry.body.refresh_token), generationOf(token) + 1);
+    const again = await refreshGrant(server.url, FRONTEND_CLIENT, token);
+    assert.equal(again.body.refresh_token, retry.body.refresh_token, 'the one successor of that rotation');
+    const next = await refreshGrant(server.url, FRONTEND_CLIENT, String(retry.body.refresh_token));
+    assert.equal(next.status, 200, JSON.stringify(next.body));
+  });
+
+  test("a refresh that finds another connection's rotation is not answered before the replica has that rotation", async () => {
+    // Two processes' stores: each reads and writes on connections of its own.
+    const prefix = `acks_${randomUUID()}:`;
+    const [a, b] = await Promise.all(
+      [0, 1].map(async () => {
+        const writes = acknowledgedWrites(await open(), 1, 300);
+        return new RedisRefreshTokenStore(await open(), { prefix, writes });
+      }),
+    );
+    if (!a || !b) throw new Error('two stores');
+    const grant = newGrant();
+    const first = { generation: 0, mac: randomBytes(16).toString('base64url') };
+    assert.equal(await a.create(grant, first), true);
+    const retry = { sealedSuccessor: 'sealed', until: Date.now() + 60_000 };
+    const successor = { generation: 1, mac: randomBytes(16).toString('base64url') };
+
+    await withReplicaFrozen(async () => {
+      await assert.rejects(a.rotate(grant, first, successor, retry), NotReplicated);
+      // B finds A's rotation on the primary; the replica has not got it, so neither answers.
+      await assert.rejects(b.rotate(grant, first, successor, retry), NotReplicated);
+    });
+    const found = await once(() => b.rotate(grant, first, successor, retry));
+    assert.equal(found.state, 'retry');
+    assert.equal(found.state === 'retry' && found.sealedSuccessor, 'sealed');
+  });
+
+  test('concurrent changes share their waits for the replica', async () => {
+    const primary = new Redis(`redis://127.0.0.1:${await setup.masterPort()}`);
+    const writer = await open();
+    const store = new RedisRefreshTokenStore(primary, {
+      prefix: `acks_${randomUUID()}:`,
+      writes: acknowledgedWrites(writer, 1, 1000),
+    });
+    try {
+      const waits = async () =>
+        Number(/cmdstat_wait:calls=(\d+)/.exec(await primary.info('commandstats'))?.[1] ?? 0);
+      const before = await waits();
+      // 50 sign-ins at once: two changes each (the account's index, then the family).
+      const created = await Promise.all(
+        Array.from({ length: 50 }, () => {
+          const grant = newGrant();
+          return store.create(grant, { generation: 0, mac: randomBytes(16).toString('base64url') });
+        }),
+      );
+      assert.deepEqual(new Set(created), new Set([true]));
+      const used = (await waits()) - before;
+      assert.ok(used > 0 && used <= 10, `${used} WAITs for 100 changes`);
+    } finally {
+      primary.disconnect();
+    }
+  });
+});

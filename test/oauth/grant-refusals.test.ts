@@ -1,0 +1,185 @@
+/**
+ * Check everything, then redeem once: every refusal of a grant leaves the refresh token or
+ * the authorization code it was presented with usable. Each suite presents one token or code
+ * to every refusal in turn, and then redeems it.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import type { Account, AccountStore } from '../../src/accounts/model.ts';
+import { BackendUnavailable } from '../../src/errors.ts';
+import { PASSWORD, storeAccount } from '../accounts/fixtures.ts';
+import {
+  authorizationCode,
+  exchangeCode,
+  pkce,
+  type RegisteredClient,
+  registerClient,
+  superuserToken,
+} from '../support/authorization.ts';
+import { FRONTEND_CLIENT, type JsonResponse, passwordGrant, request, SEEDED_USER } from '../support/http.ts';
+import { backends, startTestServer, type TestServer } from '../support/server.ts';
+
+/** A refusal: what is sent, and the status and error it must get. */
+interface Refusal {
+  name: string;
+  expect: { status: number; error: string };
+  send(): Promise<JsonResponse>;
+}
+
+/** Sends each refusal, checking its answer. */
+async function refuseEach(refusals: Refusal[]): Promise<void> {
+  for (const refusal of refusals) {
+    const response = await refusal.send();
+    assert.equal(response.status, refusal.expect.status, `${refusal.name}: ${JSON.stringify(response.body)}`);
+    assert.equal(response.body.error, refusal.expect.error, refusal.name);
+  }
+}
+
+/** Runs `send` while the account's stored state is changed, then puts the account back as it was. */
+async function withAccountChanged(
+  accounts: AccountStore,
+  account: Account,
+  changes: Partial<Account>,
+  send: () => Promise<JsonResponse>,
+): Promise<JsonResponse> {
+  await accounts.update(account.id, changes);
+  try {
+    return await send();
+  } finally {
+    await accounts.update(account.id, { passwordHash: account.passwordHash, status: account.status });
+  }
+}
+
+/** Runs `send` while the account store is unreachable. */
+async function withAccountsDown(accounts: AccountStore, send: () => Promise<JsonResponse>) {
+  const findById = accounts.findById;
+  accounts.findById = async () => {
+    throw new BackendUnavailable('MongoDB');
+  };
+  try {
+    return await send();
+  } finally {
+    accounts.findById = findById;
+  }
+}
+
+const INVALID_GRANT = { status: 400, error: 'invalid_grant' };
+const INVALID_SCOPE = { status: 400, error: 'invalid_scope' };
+const INVALID_CLIENT = { status: 401, error: 'invalid_client' };
+const UNAVAILABLE = { status: 503, error: 'temporarily_unavailable' };
+
+for (const backend of backends())
+  describe(`a refused grant uses nothing up (${backend})`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startTestServer({ backend });
+      await server.app.stores.scopes.createIfAbsent({ name: 'other', description: 'A second scope' });
+    });
+    after(() => server.close());
+
+    test('refresh token: wrong client secret, unregistered or wider scope, ended session, inactive account, outage', async () => {
+      const users = server.app.stores.users;
+      const account = await users.findByIdentity(SEEDED_USER.username);
+      assert.ok(account);
+      const { refresh_token } = await passwordGrant(server.url, FRONTEND_CLIENT, SEEDED_USER);
+      const refresh = (overrides: Record<string, string> = {}) =>
+        request(server.url, 'POST', '/security/refresh-token', {
+          json: { grant_type: 'refresh_token', refresh_token, ...FRONTEND_CLIENT, ...overrides },
+        });
+
+      await refuseEach([
+        {
+          name: 'wrong client secret',
+          expect: INVALID_CLIENT,
+          send: () => refresh({ client_secret: 'nope' }),
+        },
+        { name: 'unregistered scope', expect: INVALID_SCOPE, send: () => refresh({ scope: 'unknown' }) },
+        { name: 'wider scope', expect: INVALID_SCOPE, send: () => refresh({ scope: 'api other' }) },
+        {
+          name: 'ended session',
+          expect: INVALID_GRANT,
+          send: () =>
+            withAccountChanged(users, account, { passwordHash: `${account.passwordHash}-changed` }, refresh),
+        },
+        {
+          name: 'inactive account',
+          expect: INVALID_GRANT,
+          send: () => withAccountChanged(users, account, { status: 'inactive' }, refresh),
+        },
+        { name: 'account store outage', expect: UNAVAILABLE, send: () => withAccountsDown(users, refresh) },
+      ]);
+      const redeemed = await refresh();
+      assert.equal(redeemed.status, 200, JSON.stringify(redeemed.body));
+    });
+
+    describe('authorization code', () => {
+      let spa: RegisteredClient;
+      let web: RegisteredClient;
+      let account: Account;
+      before(async () => {
+        const superuser = await superuserToken(server.url);
+        spa = await registerClient(server.url, superuser, { name: `spa-${randomUUID()}`, type: 'public' });
+        web = await registerClient(server.url, superuser, {
+          name: `web-${randomUUID()}`,
+          type: 'confidential',
+        });
+        account = await storeAccount(server.app.stores.users, (p) => server.app.passwords.hash(p), {
+          identity: `${randomUUID()}@example.com`,
+        });
+      });
+
+      test('wrong client, wrong secret, PKCE mismatch, unknown redirect URI, ended session, outage', async () => {
+        const users = server.app.stores.users;
+        const { verifier, challenge } = pkce();
+        const code = await authorizationCode(server.url, web.name, challenge, {
+          username: account.identity,
+          password: PASSWORD,
+        });
+        const asWeb = { client_id: web.name, client_secret: web.secret ?? '', code, code_verifier: verifier };
+        const exchange = (overrides: Record<string, string> = {}) =>
+          exchangeCode(server.url, { ...asWeb, ...overrides });
+
+        await refuseEach([
+          {
+            name: 'another client',
+            expect: INVALID_GRANT,
+            send: () => exchangeCode(server.url, { client_id: spa.name, code, code_verifier: verifier }),
+          },
+          {
+            name: 'wrong client secret',
+            expect: INVALID_CLIENT,
+            send: () => exchange({ client_secret: 'nope' }),
+          },
+          {
+            name: 'PKCE mismatch',
+            expect: INVALID_GRANT,
+            send: () => exchange({ code_verifier: pkce().verifier }),
+          },
+          {
+            name: 'unknown redirect URI',
+            expect: INVALID_GRANT,
+            send: () => exchange({ redirect_uri: 'https://elsewhere.example.test/callback' }),
+          },
+          {
+            name: 'ended session',
+            expect: INVALID_GRANT,
+            send: () =>
+              withAccountChanged(
+                users,
+                account,
+                { passwordHash: `${account.passwordHash}-changed` },
+                exchange,
+              ),
+          },
+          {
+            name: 'account store outage',
+            expect: UNAVAILABLE,
+            send: () => withAccountsDown(users, exchange),
+          },
+        ]);
+        const redeemed = await exchange();
+        assert.equal(redeemed.status, 200, JSON.stringify(redeemed.body));
+      });
+    });
+  });
