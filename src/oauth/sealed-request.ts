@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, type KeyObject, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { RefreshTokenMacKeys } from './key-ring.ts';
 
 /**
@@ -57,7 +57,7 @@ export function createRequestSealer(options: {
 }): RequestSealer {
   const now = options.now ?? Date.now;
   /** A key for this purpose alone, so a seal can never pass for a refresh token's digest. */
-  const mac = (refreshTokenMacKey: Buffer, payload: string) => {
+  const mac = (refreshTokenMacKey: KeyObject, payload: string) => {
     const key = createHmac('sha256', refreshTokenMacKey).update('sign-in form seal').digest();
     return createHmac('sha256', key).update(payload).digest();
   };

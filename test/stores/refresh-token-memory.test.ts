@@ -5,7 +5,7 @@
  * retry record).
  */
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createSecretKey, randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -21,7 +21,7 @@ const MAX_GROWTH_PER_SESSION = 25;
 /** Short, so the measurement after the window does not wait long. */
 const RETRY_SECONDS = 1;
 
-const key = randomBytes(32);
+const key = createSecretKey(randomBytes(32));
 const keys = {
   current: () => ({ id: 'k1', key }),
   find: async (id: string) => (id === 'k1' ? key : undefined),
