@@ -6,27 +6,21 @@ import type { BackendHealth } from './backend-health.ts';
  * error its backend's `isOutage` recognises as BackendUnavailable naming the backend, with
  * the driver's error as `cause`. Problems (DuplicateIdentity, ...) and any other error pass
  * unchanged, so a bug still surfaces as a bug and never as "try again later". While the
- * backend is known to be down, a call is refused at once without being tried, except the
- * methods named in `alwaysTry`: those undo an earlier step, and an undo skipped is a change
- * left half made.
+ * backend is known to be down, a call is refused at once without being tried: no store has
+ * an undo step that must reach the backend whatever it looks like.
  *
  * A Proxy rather than a wrapper class per store: every store method is async and gets the
  * same treatment, and a hand-written wrapper would restate each method of five interfaces
  * and miss the next one added. Each method still runs on the store itself, where its
  * #private state lives.
  */
-export function guard<T extends object>(
-  store: T,
-  backend: BackendHealth,
-  alwaysTry: readonly (keyof T & string)[] = [],
-): T {
+export function guard<T extends object>(store: T, backend: BackendHealth): T {
   return new Proxy(store, {
     get(target, property) {
       const value: unknown = Reflect.get(target, property, target);
       if (typeof value !== 'function') return value;
-      const mayBeSkipped = !alwaysTry.includes(property as keyof T & string);
       return async (...args: unknown[]) => {
-        if (mayBeSkipped && backend.isDown()) throw new BackendUnavailable(backend.name);
+        if (backend.isDown()) throw new BackendUnavailable(backend.name);
         try {
           const result = await value.apply(target, args);
           backend.answered();

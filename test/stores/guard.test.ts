@@ -89,14 +89,6 @@ describe('guard', () => {
     assert.equal(await store.count(), 1, 'the refused call never ran');
   });
 
-  test('a method named to be always tried runs while the backend is down', async () => {
-    const backend = fakeBackend();
-    const store = guard(new FakeStore(), backend, ['count']);
-    backend.down = true;
-    assert.equal(await store.count(), 1);
-    await assert.rejects(store.fail(new Outage('down')), BackendUnavailable);
-  });
-
   test('reports each answer and each outage to the backend health', async () => {
     const backend = fakeBackend();
     const store = guard(new FakeStore(), backend);
