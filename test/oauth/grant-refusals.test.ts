@@ -15,6 +15,7 @@ import {
   pkce,
   type RegisteredClient,
   registerClient,
+  SPA_REDIRECT,
   superuserToken,
 } from '../support/authorization.ts';
 import { FRONTEND_CLIENT, type JsonResponse, passwordGrant, request, SEEDED_USER } from '../support/http.ts';
@@ -114,22 +115,42 @@ for (const backend of backends())
     });
 
     describe('authorization code', () => {
+      const OTHER_REDIRECT = 'https://app.example.test/other';
+      let superuser: string;
       let spa: RegisteredClient;
       let web: RegisteredClient;
       let account: Account;
       before(async () => {
-        const superuser = await superuserToken(server.url);
+        superuser = await superuserToken(server.url);
         spa = await registerClient(server.url, superuser, { name: `spa-${randomUUID()}`, type: 'public' });
         web = await registerClient(server.url, superuser, {
           name: `web-${randomUUID()}`,
           type: 'confidential',
+          redirectUris: [SPA_REDIRECT, OTHER_REDIRECT],
         });
         account = await storeAccount(server.app.stores.users, (p) => server.app.passwords.hash(p), {
           identity: `${randomUUID()}@example.com`,
         });
       });
 
-      test('wrong client, wrong secret, PKCE mismatch, unknown redirect URI, ended session, outage', async () => {
+      /** Runs `send` while the client registers only OTHER_REDIRECT, then registers both again. */
+      async function withRedirectDropped(send: () => Promise<JsonResponse>): Promise<JsonResponse> {
+        const register = async (redirectUris: string[]) => {
+          const changed = await request(server.url, 'PATCH', `/oauth-clients/${web.name}`, {
+            token: superuser,
+            json: { redirectUris },
+          });
+          assert.equal(changed.status, 200, JSON.stringify(changed.body));
+        };
+        await register([OTHER_REDIRECT]);
+        try {
+          return await send();
+        } finally {
+          await register([SPA_REDIRECT, OTHER_REDIRECT]);
+        }
+      }
+
+      test('wrong client, wrong secret, PKCE mismatch, unknown or dropped redirect URI, ended session, outage', async () => {
         const users = server.app.stores.users;
         const { verifier, challenge } = pkce();
         const code = await authorizationCode(server.url, web.name, challenge, {
@@ -160,6 +181,11 @@ for (const backend of backends())
             name: 'unknown redirect URI',
             expect: INVALID_GRANT,
             send: () => exchange({ redirect_uri: 'https://elsewhere.example.test/callback' }),
+          },
+          {
+            name: 'redirect URI the client no longer registers',
+            expect: INVALID_GRANT,
+            send: () => withRedirectDropped(exchange),
           },
           {
             name: 'ended session',
