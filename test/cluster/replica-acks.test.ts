@@ -14,21 +14,9 @@ import { connectRedis, type RedisClient } from '../../src/stores/redis/connect.t
 import { RedisRefreshTokenStore } from '../../src/stores/redis/refresh-tokens.ts';
 import { acknowledgedWrites } from '../../src/stores/redis/writes.ts';
 import { onPath, type SentinelSetup, startSentinelSetup } from '../support/backends.ts';
+import { onceSucceeds } from '../support/eventually.ts';
 import { FRONTEND_CLIENT, passwordGrant, refreshGrant, request, SEEDED_USER } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-
-/** What `attempt` returns once it stops throwing; it is tried again every 50 ms for 10 s. */
-async function once<T>(attempt: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    try {
-      return await attempt();
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-}
 
 function newGrant(): RefreshTokenGrant {
   return {
@@ -100,7 +88,7 @@ describe('refresh-token changes acknowledged by a Redis replica', {
 
     // The rotation was made on the primary: once the replica has it, the client's retry with
     // the same token is answered with its successor, and nothing else was minted.
-    const retry = await once(async () => {
+    const retry = await onceSucceeds(async () => {
       const response = await refreshGrant(server.url, FRONTEND_CLIENT, token);
       if (response.status === 503) throw new Error('still not confirmed');
       return response;
@@ -134,7 +122,7 @@ describe('refresh-token changes acknowledged by a Redis replica', {
       // B finds A's rotation on the primary; the replica has not got it, so neither answers.
       await assert.rejects(b.rotate(grant, first, successor, retry), NotReplicated);
     });
-    const found = await once(() => b.rotate(grant, first, successor, retry));
+    const found = await onceSucceeds(() => b.rotate(grant, first, successor, retry));
     assert.equal(found.state, 'retry');
     assert.equal(found.state === 'retry' && found.sealedSuccessor, 'sealed');
   });

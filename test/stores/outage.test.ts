@@ -21,6 +21,7 @@ import {
   uniqueName,
   withDatabase,
 } from '../support/backends.ts';
+import { onceSucceeds } from '../support/eventually.ts';
 import { openTestStores } from '../support/stores.ts';
 
 const FAIL_WITHIN_MS = 5000;
@@ -40,16 +41,8 @@ async function assertUnavailableFast(call: () => Promise<unknown>, backend: stri
 }
 
 /** Polls `call` until it succeeds; the service must recover by itself. */
-async function eventually<T>(call: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + RECOVER_WITHIN_MS;
-  for (;;) {
-    try {
-      return await call();
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
-  }
+function eventually<T>(call: () => Promise<T>): Promise<T> {
+  return onceSucceeds(call, { timeoutMs: RECOVER_WITHIN_MS, everyMs: 250 });
 }
 
 /**
