@@ -12,7 +12,16 @@ export const ACCOUNT_STATUSES = ['pending', 'active', 'inactive', 'deleted'] as 
 export type AccountStatus = (typeof ACCOUNT_STATUSES)[number];
 export const ADMIN_ROLES = ['admin', 'superuser'] as const;
 export type AdminRole = (typeof ADMIN_ROLES)[number];
-export const ACCOUNT_SORT_FIELDS = ['identity', 'createdAt', 'updatedAt', 'status'] as const;
+/** Every field of a listed account but `roles` (a set: a listing filters by it instead). */
+export const ACCOUNT_SORT_FIELDS = [
+  'identity',
+  'firstName',
+  'lastName',
+  'status',
+  'createdAt',
+  'updatedAt',
+  'id',
+] as const;
 export type AccountSortField = (typeof ACCOUNT_SORT_FIELDS)[number];
 
 export interface Account {
@@ -37,7 +46,14 @@ export interface Account {
 export type AccountChanges = Partial<Omit<Account, 'id' | 'createdAt'>>;
 
 export interface AccountQuery {
+  /**
+   * Only accounts whose identity, first or last name contains this text, both compared
+   * folded (`searchFold`): literal text, never a pattern.
+   */
+  search?: string;
   status?: AccountStatus;
+  /** Only accounts holding this role (administrators). */
+  role?: AdminRole;
   sort: AccountSortField;
   order: 'asc' | 'desc';
   /** 1-based page number. */
@@ -71,17 +87,108 @@ export function identityKey(identity: string): string {
   return identity.toLowerCase();
 }
 
-/** Sort order shared by every backend, ties broken by id so pages are stable. */
-export function compareAccounts(
-  a: Account,
-  b: Account,
-  field: AccountSortField,
+const ASCII = /^\p{ASCII}*$/u;
+
+/**
+ * Text as a search compares it, on every backend alike: compatibility-normalised (NFKC: `ﬁ`
+ * is `fi`, a decomposed `ä` the composed one, a full-width `Ａ` an `A`), then case-folded
+ * code point by code point, lower, upper, then lower case again, so that `ẞ`, `ß` and `SS`
+ * all become `ss`, and `Σ`, `ς` and `σ` all `σ`. Never by context (JavaScript lower-cases a
+ * word-final `Σ` to `ς`), so a word folds alike wherever it stands. The backends store the
+ * folded fields beside the account and match folded text against them, rather than rely on a
+ * database's case-insensitive matching, which differs between them beyond ASCII.
+ */
+export function searchFold(text: string): string {
+  const normalized = text.normalize('NFKC');
+  if (ASCII.test(normalized)) return normalized.toLowerCase();
+  let folded = '';
+  for (const char of normalized) folded += char.toLowerCase().toUpperCase().toLowerCase();
+  return folded.normalize('NFKC');
+}
+
+/** The fields a search reads, folded. */
+export interface FoldedText {
+  identity: string;
+  firstName: string | null;
+  lastName: string | null;
+}
+
+export function foldedText(account: Pick<Account, 'identity' | 'firstName' | 'lastName'>): FoldedText {
+  return {
+    identity: searchFold(account.identity),
+    firstName: account.firstName === null ? null : searchFold(account.firstName),
+    lastName: account.lastName === null ? null : searchFold(account.lastName),
+  };
+}
+
+/** Whether folded text matches a search, `search` being folded too. */
+export function matchesSearch(text: FoldedText, search: string): boolean {
+  return (
+    text.identity.includes(search) ||
+    (text.firstName?.includes(search) ?? false) ||
+    (text.lastName?.includes(search) ?? false)
+  );
+}
+
+export type SortKey = string | number | null;
+
+/**
+ * What a listing orders by: the folded text of the text fields (so case never splits the
+ * order: `ada` and `Ada` sort together), the time of the dates, the value of the others.
+ */
+export function sortKey(account: Account, field: AccountSortField, folded = foldedText(account)): SortKey {
+  switch (field) {
+    case 'identity':
+    case 'firstName':
+    case 'lastName':
+      return folded[field];
+    case 'createdAt':
+    case 'updatedAt':
+      return account[field].getTime();
+    default:
+      return account[field];
+  }
+}
+
+/**
+ * The order every backend sorts in, as MongoDB compares values without a collation: null
+ * (a name not set) first, then numbers, then strings by code point (UTF-8 byte order).
+ * JavaScript's `<` compares UTF-16 code units, which puts a character beyond U+FFFF before
+ * U+E000–U+FFFF; the mapping below restores code point order at the first differing unit.
+ */
+export function compareSortKeys(x: SortKey, y: SortKey): number {
+  if (x === y) return 0;
+  if (x === null || y === null) return x === null ? -1 : 1;
+  if (typeof x === 'number' || typeof y === 'number') {
+    if (typeof x === 'number' && typeof y === 'number') return x < y ? -1 : 1;
+    return typeof x === 'number' ? -1 : 1;
+  }
+  const length = Math.min(x.length, y.length);
+  for (let i = 0; i < length; i++) {
+    const a = x.charCodeAt(i);
+    const b = y.charCodeAt(i);
+    if (a !== b) return codePointRank(a) < codePointRank(b) ? -1 : 1;
+  }
+  return x.length < y.length ? -1 : 1;
+}
+
+/** Surrogates (code points beyond U+FFFF) rank above U+E000–U+FFFF, which move down to make room. */
+function codePointRank(unit: number): number {
+  if (unit < 0xd800) return unit;
+  return unit >= 0xe000 ? unit - 0x800 : unit + 0x2000;
+}
+
+/**
+ * The order of a listing on every backend: by sort key, ties broken by id (in the same
+ * direction) so pages are stable.
+ */
+export function compareListed(
+  a: { id: string; key: SortKey },
+  b: { id: string; key: SortKey },
   order: 'asc' | 'desc',
 ): number {
-  const x = a[field];
-  const y = b[field];
-  const primary = x < y ? -1 : x > y ? 1 : 0;
-  const result = primary !== 0 ? primary : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+  const primary = compareSortKeys(a.key, b.key);
+  const result = primary !== 0 ? primary : compareSortKeys(a.id, b.id);
   return order === 'asc' ? result : -result;
 }
 
