@@ -1,5 +1,5 @@
 import { type TSchema, Type } from '@sinclair/typebox';
-import { AccountListQuery, parseAccountListQuery } from '../../accounts/listing.ts';
+import { accountListQuery, parseAccountListQuery } from '../../accounts/listing.ts';
 import type { Account, AccountKind } from '../../accounts/model.ts';
 import {
   ACCOUNT_OPERATIONS,
@@ -61,7 +61,7 @@ const USERS: AccountResource = {
     'view-own': "The signed-in user's own account",
     'update-own': OWN_PROFILE_SUMMARY,
     'delete-own': 'Delete own account (anonymised; every token of it is refused from now on)',
-    list: 'List user accounts, paginated (?page, ?limit, ?status, ?sort)',
+    list: 'List user accounts, paginated (?page, ?limit), searched (?search), filtered (?status), sorted (?sort)',
     create: 'Create a user account (status defaults to active; no mail is sent)',
     view: 'Read a user account (admins: any, deleted ones as their anonymised record; users: their own)',
     update:
@@ -87,7 +87,7 @@ const ADMINS: AccountResource = {
   summaries: {
     'view-own': "The signed-in administrator's own account",
     'update-own': OWN_PROFILE_SUMMARY,
-    list: 'List administrator accounts, paginated (?page, ?limit, ?status, ?sort)',
+    list: 'List administrator accounts, paginated (?page, ?limit), searched (?search), filtered (?status, ?role), sorted (?sort)',
     create: 'Create an administrator (superuser only; roles default to [admin])',
     view: 'Read an administrator account (deleted ones as their anonymised record)',
     update:
@@ -152,7 +152,7 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
         ...facts,
         method: 'GET',
         path: base,
-        query: AccountListQuery,
+        query: accountListQuery(kind),
         responses: {
           200: {
             description: 'One page',
