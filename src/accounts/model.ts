@@ -106,42 +106,43 @@ export function searchFold(text: string): string {
   return folded.normalize('NFKC');
 }
 
-/** The fields a search reads, folded. */
+/**
+ * The fields a search reads, folded. A name not set folds to the empty string, which no
+ * search matches and which sorts first.
+ */
 export interface FoldedText {
   identity: string;
-  firstName: string | null;
-  lastName: string | null;
+  firstName: string;
+  lastName: string;
 }
 
 export function foldedText(account: Pick<Account, 'identity' | 'firstName' | 'lastName'>): FoldedText {
   return {
     identity: searchFold(account.identity),
-    firstName: account.firstName === null ? null : searchFold(account.firstName),
-    lastName: account.lastName === null ? null : searchFold(account.lastName),
+    firstName: searchFold(account.firstName ?? ''),
+    lastName: searchFold(account.lastName ?? ''),
   };
 }
 
 /** Whether folded text matches a search, `search` being folded too. */
 export function matchesSearch(text: FoldedText, search: string): boolean {
-  return (
-    text.identity.includes(search) ||
-    (text.firstName?.includes(search) ?? false) ||
-    (text.lastName?.includes(search) ?? false)
-  );
+  return text.identity.includes(search) || text.firstName.includes(search) || text.lastName.includes(search);
 }
 
-export type SortKey = string | number | null;
+export type SortKey = string | number;
 
 /**
- * What a listing orders by: the folded text of the text fields (so case never splits the
- * order: `ada` and `Ada` sort together), the time of the dates, the value of the others.
+ * What a listing orders by, compared with `<` (see compareSortKeys): the folded text of the
+ * text fields (so case never splits the order: `ada` and `Ada` sort together, and names not
+ * set come first) in code point order, as MongoDB compares strings without a collation; the
+ * time of the dates; the value of the others.
  */
 export function sortKey(account: Account, field: AccountSortField, folded = foldedText(account)): SortKey {
   switch (field) {
     case 'identity':
     case 'firstName':
     case 'lastName':
-      return folded[field];
+      return inCodePointOrder(folded[field]);
     case 'createdAt':
     case 'updatedAt':
       return account[field].getTime();
@@ -150,32 +151,27 @@ export function sortKey(account: Account, field: AccountSortField, folded = fold
   }
 }
 
+const ABOVE_SURROGATES = /[\uD800-\uFFFF]/;
+const UNITS_FROM_D800 = /[\uD800-\uFFFF]/g;
+
 /**
- * The order every backend sorts in, as MongoDB compares values without a collation: null
- * (a name not set) first, then numbers, then strings by code point (UTF-8 byte order).
- * JavaScript's `<` compares UTF-16 code units, which puts a character beyond U+FFFF before
- * U+E000–U+FFFF; the mapping below restores code point order at the first differing unit.
+ * Text whose UTF-16 order (what `<` compares) is the code point order (UTF-8 byte order, as
+ * MongoDB compares strings) of `text`. They differ only where surrogates meet U+E000–U+FFFF:
+ * `<` puts a character beyond U+FFFF (a surrogate pair) before those. Moving the surrogates
+ * above U+E000–U+FFFF, and those down into the room left, restores the order. Most text has
+ * neither, and is returned as it is.
  */
-export function compareSortKeys(x: SortKey, y: SortKey): number {
-  if (x === y) return 0;
-  if (x === null || y === null) return x === null ? -1 : 1;
-  if (typeof x === 'number' || typeof y === 'number') {
-    if (typeof x === 'number' && typeof y === 'number') return x < y ? -1 : 1;
-    return typeof x === 'number' ? -1 : 1;
-  }
-  const length = Math.min(x.length, y.length);
-  for (let i = 0; i < length; i++) {
-    const a = x.charCodeAt(i);
-    const b = y.charCodeAt(i);
-    if (a !== b) return codePointRank(a) < codePointRank(b) ? -1 : 1;
-  }
-  return x.length < y.length ? -1 : 1;
+function inCodePointOrder(text: string): string {
+  if (!ABOVE_SURROGATES.test(text)) return text;
+  return text.replace(UNITS_FROM_D800, (unit) => {
+    const code = unit.charCodeAt(0);
+    return String.fromCharCode(code >= 0xe000 ? code - 0x800 : code + 0x2000);
+  });
 }
 
-/** Surrogates (code points beyond U+FFFF) rank above U+E000–U+FFFF, which move down to make room. */
-function codePointRank(unit: number): number {
-  if (unit < 0xd800) return unit;
-  return unit >= 0xe000 ? unit - 0x800 : unit + 0x2000;
+/** The order every backend sorts in (each field's keys are of one kind). */
+export function compareSortKeys(x: SortKey, y: SortKey): number {
+  return x === y ? 0 : x < y ? -1 : 1;
 }
 
 /**

@@ -417,7 +417,7 @@ describe('AccountStore: MongoDB documents', { skip: mongoSkipped }, () => {
       assert.equal(raw?.identityKey, 'raw@example.com');
       assert.deepEqual(
         [raw?.foldedIdentity, raw?.foldedFirstName, raw?.foldedLastName],
-        ['raw@example.com', null, null],
+        ['raw@example.com', '', ''],
       );
       assert.deepEqual(Object.keys((await stores.users.findById(a.id)) ?? {}).sort(), [
         'createdAt',
@@ -543,7 +543,7 @@ describe('AccountStore: MongoDB documents', { skip: mongoSkipped }, () => {
       const raw = await db.collection<StoredDoc>('admins').findOne({ _id: unnamed._id });
       assert.deepEqual(
         [raw?.foldedIdentity, raw?.foldedFirstName, raw?.foldedLastName],
-        ['berg', null, null],
+        ['berg', '', ''],
       );
       const indexes = (await db.collection('admins').indexes()).map((index) => index.name);
       for (const name of [

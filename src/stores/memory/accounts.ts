@@ -83,10 +83,10 @@ export class MemoryAccountStore implements AccountStore {
       if (search !== '' && !matchesSearch(folded, search)) continue;
       matching.push({ account, id: account.id, key: sortKey(account, query.sort, folded) });
     }
-    matching.sort((a, b) => compareListed(a, b, query.order));
     const start = (query.page - 1) * query.limit;
+    const ordered = firstInOrder(matching, start + query.limit, (a, b) => compareListed(a, b, query.order));
     return {
-      items: matching.slice(start, start + query.limit).map(({ account }) => copyRecord(account)),
+      items: ordered.slice(start).map(({ account }) => copyRecord(account)),
       total: matching.length,
     };
   }
@@ -98,6 +98,33 @@ export class MemoryAccountStore implements AccountStore {
     }
     return n;
   }
+}
+
+/** Up to this many first items are picked in one pass; more are sorted. */
+const PICKED_AT_MOST = 200;
+
+/**
+ * The first `count` items in order. A page near the start of a long listing (most pages a
+ * console shows) needs only those: one pass keeps them, sorted, in O(n log count) instead of
+ * sorting all n.
+ */
+function firstInOrder<T>(items: T[], count: number, compare: (a: T, b: T) => number): T[] {
+  if (count >= items.length || count > PICKED_AT_MOST) return items.sort(compare).slice(0, count);
+  const first: T[] = [];
+  for (const item of items) {
+    const last = first[count - 1];
+    if (last !== undefined && compare(item, last) >= 0) continue;
+    let low = 0;
+    let high = first.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (compare(first[middle] as T, item) <= 0) low = middle + 1;
+      else high = middle;
+    }
+    first.splice(low, 0, item);
+    if (first.length > count) first.pop();
+  }
+  return first;
 }
 
 function matchesFilter(account: Account, filter: { status?: AccountStatus; role?: AdminRole }): boolean {

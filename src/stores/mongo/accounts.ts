@@ -9,7 +9,7 @@ import type {
   AdminRole,
   FoldedText,
 } from '../../accounts/model.ts';
-import { ACCOUNT_SORT_FIELDS, identityKey, searchFold } from '../../accounts/model.ts';
+import { ACCOUNT_SORT_FIELDS, foldedText, identityKey, searchFold } from '../../accounts/model.ts';
 import { DuplicateIdentity } from '../../errors.ts';
 import { insertUnique, isDuplicateKey } from './unique.ts';
 
@@ -24,8 +24,8 @@ export type AccountDoc = Omit<Account, 'id' | 'sessionKey'> & {
   sessionKey?: string;
   /** Absent from documents stored before they existed, until a start adds them (foldSearchText). */
   foldedIdentity?: string;
-  foldedFirstName?: string | null;
-  foldedLastName?: string | null;
+  foldedFirstName?: string;
+  foldedLastName?: string;
 };
 
 /** Where each field a search reads is stored folded. */
@@ -101,7 +101,7 @@ export class MongoAccountStore implements AccountStore {
     // Each folded field is written with its own field, in the same write: no two changes race on it.
     for (const [field, stored] of FOLDED) {
       const value = changes[field];
-      if (value !== undefined) Object.assign(set, { [stored]: foldOrNull(value) });
+      if (value !== undefined) Object.assign(set, { [stored]: searchFold(value ?? '') });
     }
     // `$set: {}` is an error on MongoDB, and there is nothing to write anyway.
     if (Object.keys(set).length === 0) return this.findById(id);
@@ -176,12 +176,9 @@ function escapeRegExp(text: string): string {
   return text.replace(/[\\.+*?()|[\]{}^$]/g, '\\$&');
 }
 
-function foldOrNull(text: string | null): string | null {
-  return text === null ? null : searchFold(text);
-}
-
 /** An account as stored: the document `create` inserts. */
 export function toAccountDoc(account: Account): AccountDoc {
+  const folded = foldedText(account);
   return {
     _id: account.id,
     identity: account.identity,
@@ -194,9 +191,9 @@ export function toAccountDoc(account: Account): AccountDoc {
     sessionKey: account.sessionKey,
     createdAt: account.createdAt,
     updatedAt: account.updatedAt,
-    foldedIdentity: searchFold(account.identity),
-    foldedFirstName: foldOrNull(account.firstName),
-    foldedLastName: foldOrNull(account.lastName),
+    foldedIdentity: folded.identity,
+    foldedFirstName: folded.firstName,
+    foldedLastName: folded.lastName,
   };
 }
 
@@ -290,7 +287,7 @@ async function foldSearchText(collection: Collection<AccountDoc>): Promise<void>
       updates.push({
         updateOne: {
           filter: { _id: doc._id, [field]: value, [stored]: { $exists: false } },
-          update: { $set: { [stored]: foldOrNull(value) } },
+          update: { $set: { [stored]: searchFold(value ?? '') } },
         },
       });
     }
