@@ -43,6 +43,7 @@ import {
 } from './load.ts';
 import { PEER_CLIENT, PEER_RESOURCE, PEER_SCOPE } from './oidc-provider-peer.ts';
 import { FURTHER_REFRESHES, measureSessionMemory, REFRESHES } from './redis-memory.ts';
+import { measureListings } from './search.ts';
 import {
   BCRYPT_COST,
   type Server,
@@ -477,6 +478,8 @@ async function main(): Promise<void> {
     await Promise.all([memory.stop(), one.stop(), two.stop()]);
     await reportSessionMemory(ferret.url);
   }
+  // The account listings over 100,000 users, on memory and FerretDB (bench/search.ts).
+  rows.push(...(await measureListings()));
   printTable(cpu, Math.round((Date.now() - started) / 1000), loadBefore);
 }
 
