@@ -541,10 +541,7 @@ describe('AccountStore: MongoDB documents', { skip: mongoSkipped }, () => {
         [unnamed._id, named._id],
       );
       const raw = await db.collection<StoredDoc>('admins').findOne({ _id: unnamed._id });
-      assert.deepEqual(
-        [raw?.foldedIdentity, raw?.foldedFirstName, raw?.foldedLastName],
-        ['berg', '', ''],
-      );
+      assert.deepEqual([raw?.foldedIdentity, raw?.foldedFirstName, raw?.foldedLastName], ['berg', '', '']);
       const indexes = (await db.collection('admins').indexes()).map((index) => index.name);
       for (const name of [
         'list_by_identity',
