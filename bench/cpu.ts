@@ -36,21 +36,25 @@ function groupSeconds(groups: ProcessGroups): Record<string, number> {
   );
 }
 
-/** Runs `work` and gives the cores each group kept busy meanwhile, on average. */
+/**
+ * Runs `work` and gives, for each group, the CPU seconds it used meanwhile and the cores it
+ * kept busy on average.
+ */
 export async function cpuDuring<T>(
   groups: ProcessGroups,
   work: () => Promise<T>,
-): Promise<{ result: T; cores: Record<string, number> }> {
+): Promise<{ result: T; seconds: Record<string, number>; cores: Record<string, number> }> {
   const before = groupSeconds(groups);
   const started = performance.now();
   const result = await work();
-  const seconds = (performance.now() - started) / 1000;
-  const after = groupSeconds(groups);
+  const elapsed = (performance.now() - started) / 1000;
+  const seconds = Object.fromEntries(
+    Object.entries(groupSeconds(groups)).map(([name, used]) => [name, used - (before[name] ?? 0)]),
+  );
   return {
     result,
-    cores: Object.fromEntries(
-      Object.entries(after).map(([name, used]) => [name, (used - (before[name] ?? 0)) / seconds]),
-    ),
+    seconds,
+    cores: Object.fromEntries(Object.entries(seconds).map(([name, used]) => [name, used / elapsed])),
   };
 }
 

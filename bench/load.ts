@@ -5,6 +5,7 @@
 import autocannon from 'autocannon';
 import { FRONTEND_CLIENT, SEEDED_USER } from '../test/support/http.ts';
 import { send } from '../test/support/processes.ts';
+import { PEER_RESOURCE, PEER_SCOPE } from './oidc-provider-peer.ts';
 
 export const SLICE = Number(process.env.BENCH_SLICE_SECONDS ?? 2);
 export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -19,8 +20,12 @@ export interface Measurement {
   p50: number;
   p99: number;
   failures: number;
+  /** Requests answered 2xx: on a token row, the tokens issued. */
+  ok: number;
   /** Cores each group of processes kept busy meanwhile (see cpu.ts), when measured. */
   cpu?: Record<string, number>;
+  /** CPU milliseconds (user + system) of all the server's processes per 2xx answer, when measured. */
+  serverMsPerRequest?: number;
 }
 
 type Request = autocannon.Request;
@@ -52,6 +57,7 @@ export async function load(
     p50: result.latency.p50,
     p99: result.latency.p99,
     failures: result.non2xx + result.errors + result.timeouts,
+    ok: result['2xx'],
   };
 }
 
@@ -68,6 +74,10 @@ function medianOf(slices: Measurement[]): Measurement {
     p50: median(slices.map((s) => s.p50)),
     p99: median(slices.map((s) => s.p99)),
     failures: slices.reduce((sum, s) => sum + s.failures, 0),
+    ok: slices.reduce((sum, s) => sum + s.ok, 0),
+    ...(slices[0]?.serverMsPerRequest === undefined
+      ? {}
+      : { serverMsPerRequest: median(slices.map((s) => s.serverMsPerRequest ?? 0)) }),
     ...(cpuGroups.length > 0
       ? {
           cpu: Object.fromEntries(
@@ -96,18 +106,61 @@ export async function interleaved<K extends string>(
   ) as Record<K, Measurement>;
 }
 
-export const json = (body: unknown): Pick<Request, 'method' | 'headers' | 'body'> => ({
-  method: 'POST',
-  headers: { 'content-type': 'application/json', accept: 'application/json' },
-  body: JSON.stringify(body),
+/**
+ * Where a server takes token requests: the service has two routes, a peer one `/token`. Every
+ * token request is a form (RFC 6749 §4), the one encoding every server measured here reads.
+ */
+export interface TokenEndpoints {
+  token: string;
+  refresh: string;
+}
+
+export const ours = (url: string): TokenEndpoints => ({
+  token: `${url}/security/generate-token`,
+  refresh: `${url}/security/refresh-token`,
+});
+
+export const peer = (url: string): TokenEndpoints => ({ token: `${url}/token`, refresh: `${url}/token` });
+
+export const form = (params: Record<string, string>) => ({
+  method: 'POST' as const,
+  headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+  body: new URLSearchParams(params).toString(),
 });
 
 export const PASSWORD_GRANT = { grant_type: 'password', scope: 'api', ...FRONTEND_CLIENT, ...SEEDED_USER };
 
-export async function passwordGrant(url: string): Promise<{ access_token: string; refresh_token: string }> {
-  const response = await send(`${url}/security/generate-token`, { method: 'POST', json: PASSWORD_GRANT });
+export async function passwordGrant(
+  endpoints: TokenEndpoints,
+): Promise<{ access_token: string; refresh_token: string }> {
+  const { method, headers, body } = form(PASSWORD_GRANT);
+  const response = await send(endpoints.token, { method, headers, body });
   if (response.status !== 200) throw new Error(`password grant failed: ${response.status} ${response.text}`);
   return response.json() as { access_token: string; refresh_token: string };
+}
+
+/** Password grants on `connections` connections, for a slice or for `amount` requests. */
+export function passwordLoad(
+  endpoints: TokenEndpoints,
+  options: {
+    amount?: number;
+    seconds?: number;
+    connections?: number;
+    onToken?: (refreshToken: string) => void;
+  } = {},
+): Promise<Measurement> {
+  const { onToken, ...rest } = options;
+  return load(endpoints.token, {
+    ...rest,
+    requests: [
+      {
+        ...form(PASSWORD_GRANT),
+        onResponse: (status, body) => {
+          if (status === 200) onToken?.((JSON.parse(body) as { refresh_token: string }).refresh_token);
+        },
+      },
+    ],
+  });
 }
 
 /**
@@ -116,9 +169,9 @@ export async function passwordGrant(url: string): Promise<{ access_token: string
  * each response puts the rotated token back. (autocannon resets a connection's context after
  * every request, so the pool is shared by the connections.)
  */
-export async function refreshTokenPool(url: string): Promise<string[]> {
+export async function refreshTokenPool(endpoints: TokenEndpoints): Promise<string[]> {
   return Promise.all(
-    Array.from({ length: CONNECTIONS * 2 }, async () => (await passwordGrant(url)).refresh_token),
+    Array.from({ length: CONNECTIONS * 2 }, async () => (await passwordGrant(endpoints)).refresh_token),
   );
 }
 
@@ -127,21 +180,21 @@ export async function refreshTokenPool(url: string): Promise<string[]> {
  * with more tokens than connections each session is refreshed in turn.
  */
 export function refreshLoad(
-  url: string,
+  endpoints: TokenEndpoints,
   pool: string[],
-  options: { amount?: number; connections?: number } = {},
+  options: { amount?: number; seconds?: number; connections?: number } = {},
 ): Promise<Measurement> {
-  return load(`${url}/security/refresh-token`, {
+  return load(endpoints.refresh, {
     ...options,
     requests: [
       {
         setupRequest: (req) => ({
           ...req,
-          ...json({
+          ...form({
             grant_type: 'refresh_token',
             scope: 'api',
             ...FRONTEND_CLIENT,
-            refresh_token: pool.shift(),
+            refresh_token: pool.shift() ?? '',
           }),
         }),
         onResponse: (status, body) => {
@@ -150,4 +203,36 @@ export function refreshLoad(
       },
     ],
   });
+}
+
+/** The request of the client_credentials comparison, the same bytes to both servers. */
+const CLIENT_CREDENTIALS_BODY = new URLSearchParams({
+  grant_type: 'client_credentials',
+  scope: PEER_SCOPE,
+  resource: PEER_RESOURCE,
+}).toString();
+/** Enough connections to keep every contender busy, oidc-provider's 2-worker cluster too. */
+export const CLIENT_CREDENTIALS_CONNECTIONS = 50;
+
+export function clientCredentialsLoad(
+  tokenUrl: string,
+  client: { client_id: string; client_secret: string },
+) {
+  const basic = Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64');
+  return (seconds = SLICE) =>
+    load(tokenUrl, {
+      seconds,
+      connections: CLIENT_CREDENTIALS_CONNECTIONS,
+      requests: [
+        {
+          method: 'POST',
+          headers: {
+            authorization: `Basic ${basic}`,
+            'content-type': 'application/x-www-form-urlencoded',
+            accept: 'application/json',
+          },
+          body: CLIENT_CREDENTIALS_BODY,
+        },
+      ],
+    });
 }

@@ -6,7 +6,7 @@
  */
 import { Redis } from 'ioredis';
 import { startRedis, uniqueName, withDatabase } from '../test/support/backends.ts';
-import { json, load, log, PASSWORD_GRANT, refreshLoad } from './load.ts';
+import { log, ours, passwordLoad, refreshLoad } from './load.ts';
 import { startService, stopLater } from './servers.ts';
 
 const SESSIONS = 1_000;
@@ -36,17 +36,10 @@ async function usedMemory(redis: Redis): Promise<number> {
 /** Password grants for `count` sessions of the seeded user; their refresh tokens. */
 async function logIn(url: string, count: number): Promise<{ tokens: string[]; failures: number }> {
   const tokens: string[] = [];
-  const result = await load(`${url}/security/generate-token`, {
+  const result = await passwordLoad(ours(url), {
     connections: CONNECTIONS,
     amount: count,
-    requests: [
-      {
-        ...json(PASSWORD_GRANT),
-        onResponse: (status, body) => {
-          if (status === 200) tokens.push((JSON.parse(body) as { refresh_token: string }).refresh_token);
-        },
-      },
-    ],
+    onToken: (token) => tokens.push(token),
   });
   return { tokens, failures: result.failures };
 }
@@ -70,13 +63,13 @@ export async function measureSessionMemory(mongoUrl: string): Promise<SessionMem
   const pool = login.tokens;
   const sessions = pool.length;
   log(`Redis memory: ${REFRESHES} refreshes of each session`);
-  const first = await refreshLoad(service.url, pool, {
+  const first = await refreshLoad(ours(service.url), pool, {
     amount: sessions * REFRESHES,
     connections: CONNECTIONS,
   });
   const after = await usedMemory(redis);
   log(`Redis memory: ${FURTHER_REFRESHES} further refreshes of each session`);
-  const further = await refreshLoad(service.url, pool, {
+  const further = await refreshLoad(ours(service.url), pool, {
     amount: sessions * FURTHER_REFRESHES,
     connections: CONNECTIONS,
   });

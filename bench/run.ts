@@ -6,9 +6,14 @@
  * 1 worker on real backends and 2 workers on real backends (a private redis-server and
  * FerretDB, started and stopped here), the raw RS256 signing and bcrypt verification rates of
  * all cores, and the p99 of authenticated reads while logins load the CPU. Then, side by side:
- * `client_credentials` on the service and on node-oidc-provider 9 (bench/oidc-provider-peer.ts,
- * 1 process and a 2-worker cluster), reads and refresh grants across the three setups, and the
+ * `client_credentials` on the service, on node-oidc-provider 9 (bench/oidc-provider-peer.ts,
+ * 1 process and a 2-worker cluster) and on @node-oauth/oauth2-server 5 with a lean model
+ * (bench/oauth2-server-peer.ts, 1 process); the refresh and password grants on the service
+ * and on that peer; reads and refresh grants across the three setups of the service; and the
  * Redis memory that refresh-token sessions hold (on a Redis of its own).
+ *
+ * Every row that loads a server also gives the server's CPU time (user + system of all its
+ * processes, from /proc) per request answered 2xx: on a token row, the CPU one token costs.
  *
  * Every comparison is measured in interleaved slices (A, B, A, B, ...) and each figure is the
  * median of its slices: on a shared machine the speed drifts over a run, and pairing the
@@ -28,20 +33,24 @@ import { decodeJwtPart, FRONTEND_CLIENT, SEEDED_USER } from '../test/support/htt
 import type { ServiceProcess } from '../test/support/processes.ts';
 import { childrenNamed, cpuDuring, type ProcessGroups, processTree } from './cpu.ts';
 import {
+  CLIENT_CREDENTIALS_CONNECTIONS,
   CONNECTIONS,
+  clientCredentialsLoad,
   interleaved,
-  json,
   load,
   log,
   type Measurement,
-  PASSWORD_GRANT,
+  ours,
   passwordGrant,
+  passwordLoad,
+  peer,
   ROUNDS,
   refreshLoad,
   refreshTokenPool,
   SLICE,
+  type TokenEndpoints,
 } from './load.ts';
-import { PEER_CLIENT, PEER_RESOURCE, PEER_SCOPE } from './oidc-provider-peer.ts';
+import { PEER_CLIENT } from './oidc-provider-peer.ts';
 import { FURTHER_REFRESHES, measureSessionMemory, REFRESHES } from './redis-memory.ts';
 import { measureListings } from './search.ts';
 import {
@@ -94,6 +103,7 @@ function threadRate(source: string, workerData: unknown): Promise<Measurement> {
     p50: 0,
     p99: 0,
     failures: 0,
+    ok: results.reduce((sum, { count }) => sum + count, 0),
   }));
 }
 
@@ -151,7 +161,7 @@ interface Measured {
 }
 
 async function prepareReads(url: string): Promise<Reads> {
-  const tokens = await passwordGrant(url);
+  const tokens = await passwordGrant(ours(url));
   return {
     readUrl: `${url}/users/${String(decodeJwtPart(tokens.access_token, 1).sub)}`,
     auth: { authorization: `Bearer ${tokens.access_token}` },
@@ -161,18 +171,19 @@ async function prepareReads(url: string): Promise<Reads> {
 const times = (m: Measurement, base: Measurement, unit: string) =>
   `${(m.rps / base.rps).toFixed(2)}× ${unit}`;
 
-async function measureService(setup: string, service: ServiceProcess, bareUrl: string) {
+async function measureService(setup: string, service: ServiceProcess, bare: Server) {
   log(`${setup}: measuring`);
   const { url } = service;
+  const endpoints = ours(url);
   const reads = await prepareReads(url);
   // Warm-up: JIT, connection pools, key caches.
   await load(url, { seconds: 1 });
   await load(reads.readUrl, { seconds: 1, headers: reads.auth });
 
   const http = await interleaved(`${setup}: bare, GET /, GET /users/{id}`, {
-    bare: () => load(bareUrl),
-    home: () => load(url),
-    read: () => load(reads.readUrl, { headers: reads.auth }),
+    bare: () => withCpu(cpuGroups(bare), () => load(bare.url)),
+    home: () => withCpu(cpuGroups(service), () => load(url)),
+    read: () => withCpu(cpuGroups(service), () => load(reads.readUrl, { headers: reads.auth })),
   });
   rows.push({ name: 'GET /', setup, m: http.home, ratio: times(http.home, http.bare, 'bare') });
   rows.push({
@@ -185,7 +196,10 @@ async function measureService(setup: string, service: ServiceProcess, bareUrl: s
   const refresh = await interleaved(`${setup}: raw RS256, refresh grant`, {
     raw: rawRs256,
     // A fresh pool for every slice: tokens in flight when a slice ends are spent but never answered.
-    grant: async () => refreshLoad(url, await refreshTokenPool(url)),
+    grant: async () => {
+      const pool = await refreshTokenPool(endpoints);
+      return withCpu(cpuGroups(service), () => refreshLoad(endpoints, pool));
+    },
   });
   rows.push({
     name: 'refresh grant',
@@ -197,7 +211,7 @@ async function measureService(setup: string, service: ServiceProcess, bareUrl: s
   const password = await interleaved(`${setup}: raw bcrypt, password grant`, {
     raw: rawBcrypt,
     // More connections than hashing threads would only lengthen the queue.
-    grant: () => load(`${url}/security/generate-token`, { connections: 4, requests: [json(PASSWORD_GRANT)] }),
+    grant: () => withCpu(cpuGroups(service), () => passwordLoad(endpoints, { connections: 4 })),
   });
   rows.push({
     name: 'password grant',
@@ -230,80 +244,104 @@ function cpuGroups(server: Server): ProcessGroups {
 }
 
 async function withCpu(groups: ProcessGroups, measure: () => Promise<Measurement>): Promise<Measurement> {
-  const { result, cores } = await cpuDuring(groups, measure);
-  return { ...result, cpu: cores };
+  const { result, seconds, cores } = await cpuDuring(groups, measure);
+  return {
+    ...result,
+    cpu: cores,
+    serverMsPerRequest: ((seconds.server ?? 0) * 1000) / Math.max(result.ok, 1),
+  };
 }
 
-/** The request of the client_credentials comparison, the same bytes to both servers. */
-const CLIENT_CREDENTIALS_BODY = new URLSearchParams({
-  grant_type: 'client_credentials',
-  scope: PEER_SCOPE,
-  resource: PEER_RESOURCE,
-}).toString();
-/** Enough connections to keep every contender busy, oidc-provider's 2-worker cluster too. */
-const CLIENT_CREDENTIALS_CONNECTIONS = 50;
 const CLIENT_CREDENTIALS_WARM_UP_SECONDS = 6;
 
-function clientCredentialsLoad(tokenUrl: string, client: { client_id: string; client_secret: string }) {
-  const basic = Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64');
-  return (seconds = SLICE) =>
-    load(tokenUrl, {
-      seconds,
-      connections: CLIENT_CREDENTIALS_CONNECTIONS,
-      requests: [
-        {
-          method: 'POST',
-          headers: {
-            authorization: `Basic ${basic}`,
-            'content-type': 'application/x-www-form-urlencoded',
-            accept: 'application/json',
-          },
-          body: CLIENT_CREDENTIALS_BODY,
-        },
-      ],
-    });
+/**
+ * What the service's figures are next to node-oauth2-server's: request rate and server CPU per
+ * token, with the targets: CPU per token at most its, and, where `rateTarget`, its rate at least.
+ */
+function versusPeer(
+  m: Measurement,
+  peer: Measurement,
+  rateTarget: boolean,
+): { ratio: string; checks: Check[] } {
+  const cpu = (m.serverMsPerRequest ?? 0) / Math.max(peer.serverMsPerRequest ?? 0, Number.EPSILON);
+  const rate = peer.rps > 0 ? `${(m.rps / peer.rps).toFixed(2)}×` : 'no rate for';
+  return {
+    ratio: `${rate} oauth2-server; CPU/token ${cpu.toFixed(2)}× its`,
+    checks: [
+      ...(rateTarget ? [{ target: '≥ 1× oauth2-server', pass: m.rps >= peer.rps }] : []),
+      { target: "CPU/token ≤ oauth2-server's", pass: cpu <= 1 },
+    ],
+  };
 }
 
-async function compareClientCredentials(memory: Server, real: Server): Promise<void> {
-  const [peer1, peer2] = [await startPeer(1), await startPeer(2)];
+/** A measurement by name, from comparisons whose contenders depend on what the machine has. */
+function measured(m: Record<string, Measurement>, key: string): Measurement {
+  const found = m[key];
+  if (!found) throw new Error(`no measurement named ${key}`);
+  return found;
+}
+
+const NODE_OAUTH = '@node-oauth/oauth2-server 5, 1 process';
+
+async function compareClientCredentials(memory: Server, real: Server | undefined, nodeOauth: Server) {
+  const [peer1, peer2] = [await startPeer('oidc-provider', 1), await startPeer('oidc-provider', 2)];
   const contenders = {
     peer1: clientCredentialsLoad(`${peer1.url}/token`, PEER_CLIENT),
     peer2: clientCredentialsLoad(`${peer2.url}/token`, PEER_CLIENT),
-    memory: clientCredentialsLoad(`${memory.url}/security/generate-token`, FRONTEND_CLIENT),
-    real: clientCredentialsLoad(`${real.url}/security/generate-token`, FRONTEND_CLIENT),
+    nodeOauth: clientCredentialsLoad(peer(nodeOauth.url).token, FRONTEND_CLIENT),
+    memory: clientCredentialsLoad(ours(memory.url).token, FRONTEND_CLIENT),
+    ...(real ? { real: clientCredentialsLoad(ours(real.url).token, FRONTEND_CLIENT) } : {}),
   };
+  const servers: Record<string, Server> = { peer1, peer2, nodeOauth, memory, ...(real ? { real } : {}) };
   // Warm-up: oidc-provider takes about 30,000 requests to reach its steady speed here (the JIT).
   log('client_credentials: warm-up');
   for (const measure of Object.values(contenders)) await measure(CLIENT_CREDENTIALS_WARM_UP_SECONDS);
-  const m = await interleaved('client_credentials: oidc-provider 1 and 2 processes, ours memory and real', {
-    peer1: () => withCpu(cpuGroups(peer1), () => contenders.peer1()),
-    peer2: () => withCpu(cpuGroups(peer2), () => contenders.peer2()),
-    memory: () => withCpu(cpuGroups(memory), () => contenders.memory()),
-    real: () => withCpu(cpuGroups(real), () => contenders.real()),
-  });
+  const m: Record<string, Measurement> = await interleaved(
+    'client_credentials: oidc-provider 1 and 2 processes, oauth2-server, ours memory and real',
+    Object.fromEntries(
+      Object.entries(contenders).map(([key, measure]) => [
+        key,
+        () => withCpu(cpuGroups(servers[key] as Server), () => measure()),
+      ]),
+    ),
+  );
   await Promise.all([peer1.stop(), peer2.stop()]);
-  const better = m.peer1.rps >= m.peer2.rps ? 'peer1' : 'peer2';
+  const oidc1 = measured(m, 'peer1');
+  const oidc2 = measured(m, 'peer2');
+  const oauth2 = measured(m, 'nodeOauth');
+  const mem = measured(m, 'memory');
+  const better = oidc1.rps >= oidc2.rps ? oidc1 : oidc2;
   const name = `client_credentials (Basic, c=${CLIENT_CREDENTIALS_CONNECTIONS}), paired`;
-  const vsPeer = (x: Measurement) => `${(x.rps / m[better].rps).toFixed(2)}× oidc-provider`;
-  const vsMemory = m.real.rps / m.memory.rps;
+  const vsOidc = (x: Measurement) => `${(x.rps / better.rps).toFixed(2)}× oidc-provider`;
+  const memoryVsPeer = versusPeer(mem, oauth2, true);
   rows.push(
-    { name, setup: 'oidc-provider 9, 1 process', m: m.peer1 },
-    { name, setup: 'oidc-provider 9, 2-worker cluster', m: m.peer2 },
-    { name, setup: '1 worker, memory', m: m.memory, ratio: vsPeer(m.memory) },
+    { name, setup: 'oidc-provider 9, 1 process', m: oidc1 },
+    { name, setup: 'oidc-provider 9, 2-worker cluster', m: oidc2 },
+    { name, setup: NODE_OAUTH, m: oauth2 },
     {
       name,
-      setup: '2 workers, real',
-      m: m.real,
-      ratio: `${vsPeer(m.real)}; ${vsMemory.toFixed(2)}× 1 worker memory`,
-      checks: [
-        {
-          target: `≥ 1.1× oidc-provider's better (${better === 'peer1' ? '1 process' : 'cluster'})`,
-          pass: m.real.rps >= 1.1 * m[better].rps,
-        },
-        { target: '≥ 0.9× 1 worker memory', pass: vsMemory >= 0.9 },
-      ],
+      setup: '1 worker, memory',
+      m: mem,
+      ratio: `${vsOidc(mem)}; ${memoryVsPeer.ratio}`,
+      checks: memoryVsPeer.checks,
     },
   );
+  if (!real) return;
+  const two = measured(m, 'real');
+  const vsMemory = two.rps / mem.rps;
+  rows.push({
+    name,
+    setup: '2 workers, real',
+    m: two,
+    ratio: `${vsOidc(two)}; ${vsMemory.toFixed(2)}× 1 worker memory`,
+    checks: [
+      {
+        target: `≥ 1.1× oidc-provider's better (${better === oidc1 ? '1 process' : 'cluster'})`,
+        pass: two.rps >= 1.1 * better.rps,
+      },
+      { target: '≥ 0.9× 1 worker memory', pass: vsMemory >= 0.9 },
+    ],
+  });
 }
 
 async function compareReads(memory: Measured, real1: Measured, real2: Measured): Promise<void> {
@@ -335,27 +373,63 @@ async function compareReads(memory: Measured, real1: Measured, real2: Measured):
   );
 }
 
-async function compareRefresh(memory: Server, real: Server): Promise<void> {
+async function compareRefresh(memory: Server, real: Server | undefined, nodeOauth: Server) {
   // A fresh pool for every slice: tokens in flight when a slice ends are spent but never answered.
-  const grant = (server: Server) => async () => {
-    const pool = await refreshTokenPool(server.url);
-    return withCpu(cpuGroups(server), () => refreshLoad(server.url, pool));
+  const grant = (server: Server, endpoints: TokenEndpoints) => async () => {
+    const pool = await refreshTokenPool(endpoints);
+    return withCpu(cpuGroups(server), () => refreshLoad(endpoints, pool));
   };
-  const m = await interleaved('refresh grant: 1 worker memory, 2 workers real', {
-    memory: grant(memory),
-    real: grant(real),
-  });
-  const ratio = m.real.rps / m.memory.rps;
+  const measures: Record<string, () => Promise<Measurement>> = {
+    memory: grant(memory, ours(memory.url)),
+    ...(real ? { real: grant(real, ours(real.url)) } : {}),
+    nodeOauth: grant(nodeOauth, peer(nodeOauth.url)),
+  };
+  const m = await interleaved('refresh grant: 1 worker memory, 2 workers real, oauth2-server', measures);
+  const mem = measured(m, 'memory');
+  const oauth2 = measured(m, 'nodeOauth');
   const name = 'refresh grant, paired';
+  const memoryVsPeer = versusPeer(mem, oauth2, true);
   rows.push(
-    { name, setup: '1 worker, memory', m: m.memory },
+    { name, setup: NODE_OAUTH, m: oauth2 },
     {
       name,
-      setup: '2 workers, real',
-      m: m.real,
-      ratio: `${ratio.toFixed(2)}× 1 worker memory`,
-      checks: [{ target: '≥ 0.7× 1 worker memory', pass: ratio >= 0.7 }],
+      setup: '1 worker, memory',
+      m: mem,
+      ratio: memoryVsPeer.ratio,
+      checks: memoryVsPeer.checks,
     },
+  );
+  if (!real) return;
+  const two = measured(m, 'real');
+  const ratio = two.rps / mem.rps;
+  rows.push({
+    name,
+    setup: '2 workers, real',
+    m: two,
+    ratio: `${ratio.toFixed(2)}× 1 worker memory`,
+    checks: [{ target: '≥ 0.7× 1 worker memory', pass: ratio >= 0.7 }],
+  });
+}
+
+/**
+ * Slices of the password comparison: the peer checks passwords on its one thread, four at a
+ * time, so a short slice may end before any of them does.
+ */
+const PASSWORD_SLICE = Math.max(SLICE * 2, 4);
+
+/** The password grant: bcrypt at BCRYPT_COST is nearly all of it, on either side. */
+async function comparePassword(memory: Server, nodeOauth: Server) {
+  const grant = (server: Server, endpoints: TokenEndpoints) => () =>
+    withCpu(cpuGroups(server), () => passwordLoad(endpoints, { connections: 4, seconds: PASSWORD_SLICE }));
+  const m = await interleaved('password grant: 1 worker memory, oauth2-server', {
+    memory: grant(memory, ours(memory.url)),
+    nodeOauth: grant(nodeOauth, peer(nodeOauth.url)),
+  });
+  const name = 'password grant (c=4), paired';
+  const memoryVsPeer = versusPeer(m.memory, m.nodeOauth, false);
+  rows.push(
+    { name, setup: NODE_OAUTH, m: m.nodeOauth },
+    { name, setup: '1 worker, memory', m: m.memory, ...memoryVsPeer },
   );
 }
 
@@ -395,7 +469,7 @@ async function main(): Promise<void> {
 
   // 1 worker, memory stores: measured alone first, and kept running for the comparisons.
   const memory = await startService({});
-  const mem = await measureService('1 worker, memory', memory, bare.url);
+  const mem = await measureService('1 worker, memory', memory, bare);
   rows.unshift(
     {
       name: `raw RS256 sign (node:crypto)`,
@@ -411,14 +485,11 @@ async function main(): Promise<void> {
   );
   const rate = (m: Measurement) =>
     load(mem.reads.readUrl, { headers: mem.reads.auth, connections: 4, overallRate: m.rps });
-  const readRate = { rps: 200, p50: 0, p99: 0, failures: 0 };
+  const readRate = { rps: 200, p50: 0, p99: 0, failures: 0, ok: 0 };
   const underLogins = await interleaved('GET /users/{id} at 200/s alone and during password grants', {
     alone: () => rate(readRate),
     during: async () => {
-      const [reads] = await Promise.all([
-        rate(readRate),
-        load(`${memory.url}/security/generate-token`, { connections: 8, requests: [json(PASSWORD_GRANT)] }),
-      ]);
+      const [reads] = await Promise.all([rate(readRate), passwordLoad(ours(memory.url), { connections: 8 })]);
       return reads;
     },
   });
@@ -457,6 +528,7 @@ async function main(): Promise<void> {
 
   // Real backends: 1 worker, then 2 workers, over the same private servers.
   const missing = ['redis-server', 'ferretdb'].filter((binary) => !onPath(binary));
+  let real: { one: Measured; two: Measured; mongoUrl: string } | undefined;
   if (missing.length > 0) {
     log(`skipping the real-backend runs: ${missing.join(' and ')} not on PATH`);
   } else {
@@ -465,19 +537,22 @@ async function main(): Promise<void> {
     stopLater(() => redis.dispose());
     const backends = { MONGODB_URL: withDatabase(ferret.url, uniqueName('bench')), REDIS_URL: redis.url };
     const one = await startService({ ...backends, WORKERS: '1' });
-    const real1 = await measureService('1 worker, real', one, bare.url);
+    const real1 = await measureService('1 worker, real', one, bare);
     const two = await startService({ ...backends, WORKERS: '2' });
-    const real2 = await measureService('2 workers, real', two, bare.url);
-    await compareClientCredentials(memory, two);
-    await compareReads(
-      { server: memory, reads: mem.reads },
-      { server: one, reads: real1.reads },
-      { server: two, reads: real2.reads },
-    );
-    await compareRefresh(memory, two);
-    await Promise.all([memory.stop(), one.stop(), two.stop()]);
-    await reportSessionMemory(ferret.url);
+    const real2 = await measureService('2 workers, real', two, bare);
+    real = {
+      one: { server: one, reads: real1.reads },
+      two: { server: two, reads: real2.reads },
+      mongoUrl: ferret.url,
+    };
   }
+  const nodeOauth = await startPeer('oauth2-server');
+  await compareClientCredentials(memory, real?.two.server, nodeOauth);
+  if (real) await compareReads({ server: memory, reads: mem.reads }, real.one, real.two);
+  await compareRefresh(memory, real?.two.server, nodeOauth);
+  await comparePassword(memory, nodeOauth);
+  await Promise.all([nodeOauth.stop(), memory.stop(), real?.one.server.stop(), real?.two.server.stop()]);
+  if (real) await reportSessionMemory(real.mongoUrl);
   // The account listings over 100,000 users, on memory and FerretDB (bench/search.ts).
   rows.push(...(await measureListings()));
   printTable(cpu, Math.round((Date.now() - started) / 1000), loadBefore);
@@ -493,8 +568,8 @@ function printTable(cpu: string, seconds: number, loadBefore: number): void {
       `${CLIENT_CREDENTIALS_CONNECTIONS}); BCRYPT_COST ${BCRYPT_COST}; total ${seconds} s; ` +
       `1-min load average before the run ${loadBefore.toFixed(2)}`,
     '',
-    '| scenario | setup | req/s | p50 ms | p99 ms | failed | ratio | target | result | CPU cores: load generator / server / FerretDB / Redis |',
-    '|---|---|---:|---:|---:|---:|---|---|---|---|',
+    '| scenario | setup | req/s | p50 ms | p99 ms | failed | server CPU ms per request (token) | ratio | target | result | CPU cores: load generator / server / FerretDB / Redis |',
+    '|---|---|---:|---:|---:|---:|---:|---|---|---|---|',
     ...rows.map((row) =>
       [
         '',
@@ -504,6 +579,7 @@ function printTable(cpu: string, seconds: number, loadBefore: number): void {
         ms(row.m?.p50),
         ms(row.m?.p99),
         row.m ? String(row.m.failures) : '',
+        row.m?.serverMsPerRequest === undefined ? '' : row.m.serverMsPerRequest.toFixed(3),
         row.ratio ?? '',
         (row.checks ?? []).map((check) => check.target).join('; '),
         (row.checks ?? []).map((check) => (check.pass ? 'pass' : '**miss**')).join('; '),

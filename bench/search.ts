@@ -185,7 +185,8 @@ async function sequentially(
   times.sort((a, b) => a - b);
   const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? 0;
   const mean = times.reduce((sum, ms) => sum + ms, 0) / times.length;
-  return { m: { rps: 1000 / mean, p50: at(0.5), p99: at(0.99), failures }, requests: times.length };
+  const m = { rps: 1000 / mean, p50: at(0.5), p99: at(0.99), failures, ok: times.length - failures };
+  return { m, requests: times.length };
 }
 
 // `node bench/search.ts` runs this part alone (npm run bench runs it with the rest).

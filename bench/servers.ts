@@ -12,7 +12,11 @@ import { type ServiceProcess, spawnService, waitForHttp } from '../test/support/
 
 export const BCRYPT_COST = Number(process.env.BCRYPT_COST ?? 10);
 
-const PEER_SCRIPT = fileURLToPath(new URL('./oidc-provider-peer.ts', import.meta.url));
+/** The peers, each a script that prints `serving` once it listens on the port it is given. */
+const PEERS = {
+  'oidc-provider': { script: 'oidc-provider-peer.ts', args: (processes: number) => [String(processes)] },
+  'oauth2-server': { script: 'oauth2-server-peer.ts', args: () => [] },
+} as const;
 
 const stops: (() => Promise<void>)[] = [];
 
@@ -32,8 +36,11 @@ export interface Server {
 }
 
 /** Spawns a child process that exits with this one, and registers its stop. */
-function spawnOwned(args: string[]): ChildProcess {
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+function spawnOwned(args: string[], env: Record<string, string> = {}): ChildProcess {
+  const child = spawn(process.execPath, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
   // A run that fails half-way must not leave servers behind.
   const kill = () => void child.kill('SIGKILL');
   process.once('exit', kill);
@@ -63,13 +70,20 @@ export async function startBare(): Promise<Server> {
   return { url, pid: child.pid ?? 0, stop: async () => void child.kill() };
 }
 
-/** node-oidc-provider with `processes` processes (see oidc-provider-peer.ts), once all listen. */
-export async function startPeer(processes: number): Promise<Server> {
+/**
+ * A peer (oidc-provider-peer.ts with `processes` processes, or oauth2-server-peer.ts) once
+ * every process listens.
+ */
+export async function startPeer(name: keyof typeof PEERS, processes = 1): Promise<Server> {
   const port = await freePort();
-  const child = spawnOwned([PEER_SCRIPT, String(port), String(processes)]);
+  const { script, args } = PEERS[name];
+  const child = spawnOwned(
+    [fileURLToPath(new URL(`./${script}`, import.meta.url)), String(port), ...args(processes)],
+    { BCRYPT_COST: String(BCRYPT_COST) },
+  );
   let output = '';
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`oidc-provider did not start:\n${output}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${output}`)), 30_000);
     const collect = (chunk: Buffer) => {
       output = (output + chunk.toString()).slice(-4000);
       if (/^serving$/m.test(output)) {
@@ -81,10 +95,10 @@ export async function startPeer(processes: number): Promise<Server> {
     child.stderr?.on('data', collect);
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
-      reject(new Error(`oidc-provider exited (${code ?? signal}):\n${output}`));
+      reject(new Error(`${name} exited (${code ?? signal}):\n${output}`));
     });
   });
-  // Its warnings about the development adapter are expected; keep reading so it never blocks.
+  // oidc-provider's warnings about the development adapter are expected; keep reading so it never blocks.
   child.stdout?.resume();
   child.stderr?.resume();
   return {

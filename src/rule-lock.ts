@@ -40,15 +40,20 @@ export function createRuleLock(leases: LeaseStore, timing: RuleLockTiming = TIMI
 
   return {
     /**
-     * Runs `check` and then `change` while no other process runs a change of `rule`. A refusal
-     * from `check` writes nothing; the lease is given back whatever happens.
+     * Runs `check` and then `change` with what the check decided, while no other process runs
+     * a change of `rule`. A refusal from `check` writes nothing; the lease is given back
+     * whatever happens.
      */
-    async inTurn<T>(rule: string, check: () => Promise<void>, change: () => Promise<T>): Promise<T> {
+    async inTurn<C, T>(
+      rule: string,
+      check: () => Promise<C>,
+      change: (checked: C) => Promise<T>,
+    ): Promise<T> {
       const { lease, writeBy } = await take(rule);
       try {
-        await check();
+        const checked = await check();
         if (Date.now() > writeBy) throw busy();
-        return await change();
+        return await change(checked);
       } finally {
         // One that cannot be given back runs out by itself.
         await leases.release(lease).catch(() => undefined);

@@ -1,9 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { newAccountRecord } from './accounts/account-record.ts';
 import type { Account, AccountStore } from './accounts/model.ts';
 import type { PasswordHasher } from './accounts/password-hasher.ts';
-import { digestClientSecret } from './oauth/client-authentication.ts';
+import { newClientRecord } from './oauth/client-record.ts';
+import { acceptsSecret, digestClientSecret, previousSecretExpiry } from './oauth/client-secrets.ts';
 import { LEGACY_CLIENT_GRANTS } from './oauth/model.ts';
+import { API_SCOPE } from './oauth/scope.ts';
 import type { Stores } from './stores/stores.ts';
 
 /**
@@ -12,7 +13,7 @@ import type { Stores } from './stores/stores.ts';
  * one still in place.
  */
 export const SEED = {
-  scope: { name: 'api', description: 'The API' },
+  scope: API_SCOPE,
   clients: [
     { name: 'admin', secret: 'admin-client-secret', accountKind: 'admin' as const },
     { name: 'frontend', secret: 'frontend-client-secret', accountKind: 'user' as const },
@@ -45,20 +46,20 @@ const CLIENTS_AND_ACCOUNTS: readonly SeedRecord[] = [
     ({ name, secret, accountKind }): SeedRecord => ({
       key: `client:${name}`,
       present: async (stores) => (await stores.clients.findByName(name)) !== null,
-      create: (stores) => {
-        const now = new Date();
-        return stores.clients.createIfAbsent({
-          id: randomUUID(),
-          name,
-          type: 'confidential',
-          secretDigest: digestClientSecret(secret),
-          accountKind,
-          redirectUris: [],
-          grants: [...LEGACY_CLIENT_GRANTS],
-          createdAt: now,
-          updatedAt: now,
-        });
-      },
+      create: (stores) =>
+        stores.clients.createIfAbsent(
+          newClientRecord(
+            {
+              name,
+              type: 'confidential',
+              secretDigest: digestClientSecret(secret),
+              accountKind,
+              redirectUris: [],
+              grants: LEGACY_CLIENT_GRANTS,
+            },
+            new Date(),
+          ),
+        ),
     }),
   ),
   seedAccount('admin', (stores) => stores.admins, SEED.admin),
@@ -161,13 +162,25 @@ export async function removedSeedRecords(stores: Stores): Promise<string[]> {
   return removed;
 }
 
-/** The publicly known defaults still in place, for the production start warning. */
+/**
+ * The publicly known defaults still in place, for the production start warning: a seeded
+ * client's secret counts while it is accepted at all, as its current secret or as the one
+ * before a rotation whose overlap has not ended.
+ */
 export async function defaultsStillInPlace(stores: Stores, passwords: PasswordHasher): Promise<string[]> {
   const found: string[] = [];
+  const now = new Date();
   for (const { name, secret } of SEED.clients) {
     const client = await stores.clients.findByName(name);
-    if (client?.secretDigest === digestClientSecret(secret))
-      found.push(`client "${name}" has its default secret`);
+    if (!client || !acceptsSecret(client, secret, now)) continue;
+    // Accepted, but not as the current secret: as the previous one, until the overlap ends.
+    const until =
+      client.secretDigest === digestClientSecret(secret) ? null : previousSecretExpiry(client, now);
+    found.push(
+      until
+        ? `client "${name}" still accepts its default secret, as the one before a rotation, until ${until.toISOString()}`
+        : `client "${name}" has its default secret`,
+    );
   }
   for (const [store, { identity, password }] of [
     [stores.admins, SEED.admin],

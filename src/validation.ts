@@ -78,17 +78,32 @@ export function Literals<T extends string>(
 
 export type FieldErrors = Record<string, string[]>;
 
-/** Compiles a schema once; `check` returns the value typed, or throws (by default ValidationFailed). */
+/** `check` returns the value typed, or throws (by default ValidationFailed). */
 export interface Validator<T> {
   check(value: unknown): T;
   errors(value: unknown): FieldErrors | null;
+}
+
+/**
+ * Each schema object is compiled once, by whichever layer asks first: the pipeline's early
+ * check of a body and the check of the service it reaches run the same code.
+ */
+const compiledChecks = new WeakMap<TSchema, TypeCheck<TSchema>>();
+
+function compiledCheck(schema: TSchema): TypeCheck<TSchema> {
+  let compiled = compiledChecks.get(schema);
+  if (!compiled) {
+    compiled = TypeCompiler.Compile(schema);
+    compiledChecks.set(schema, compiled);
+  }
+  return compiled;
 }
 
 export function compileValidator<T>(
   schema: TSchema,
   fail = (errors: FieldErrors): Error => new ValidationFailed(errors),
 ): Validator<T> {
-  const compiled: TypeCheck<TSchema> = TypeCompiler.Compile(schema);
+  const compiled = compiledCheck(schema);
   function errors(value: unknown): FieldErrors | null {
     if (compiled.Check(value)) return null;
     // A Map, not an object: field names come from the client (`constructor`, `__proto__`).

@@ -26,6 +26,8 @@ async function seedAsEarlierVersionsDid(stores: Stores): Promise<void> {
       name,
       type: 'confidential',
       secretDigest: 'a'.repeat(64),
+      previousSecretDigest: null,
+      previousSecretExpiresAt: null,
       accountKind,
       redirectUris: [],
       grants: [...LEGACY_CLIENT_GRANTS],

@@ -1,17 +1,14 @@
-import { NotFound, ServiceUnavailable, ValidationFailed } from '../errors.ts';
-import type { Mailer, MailMessage } from '../mail/mailer.ts';
+import { ServiceUnavailable, ValidationFailed } from '../errors.ts';
+import type { Mailer } from '../mail/mailer.ts';
 import { activationMessage, identityReminderMessage, passwordResetMessage } from '../mail/messages.ts';
-import { digestOneTimeSecret, isOneTimeSecretShaped, newOneTimeSecret } from '../one-time-secrets.ts';
 import { cleanName, newAccountRecord } from './account-record.ts';
-import type {
-  Account,
-  AccountChanges,
-  AccountStore,
-  OneTimeTokenPurpose,
-  OneTimeTokenStore,
-} from './model.ts';
+import { createIdentityChange } from './identity-change.ts';
+import { checkInput } from './input.ts';
+import { createMailedLinks } from './mailed-links.ts';
+import type { Account, AccountChanges, AccountStore, OneTimeTokenStore } from './model.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 import { assertNewPasswordAcceptable } from './password-policy.ts';
+import { ActivationBody, EmailBody, PasswordResetBody, RegisterBody, type RegisterInput } from './schemas.ts';
 import type { Sessions } from './sessions.ts';
 
 export interface AccountFlowsOptions {
@@ -21,7 +18,7 @@ export interface AccountFlowsOptions {
   passwords: Pick<PasswordHasher, 'hash' | 'verify'>;
   mailer: Mailer;
   appName: string;
-  /** `{base_url}`: mail links are `{appUrl}/account/activate/{hash}` and `{appUrl}/account/reset-password/{hash}`. */
+  /** `{base_url}`: mail links are `{appUrl}/account/<activate|reset-password|change-identity>/{hash}`. */
   appUrl: string;
   /** Seconds an activation link stays valid. */
   activationTtl: number;
@@ -32,73 +29,45 @@ export interface AccountFlowsOptions {
 
 export type AccountFlows = ReturnType<typeof createAccountFlows>;
 
-const LINK_PATHS: Record<OneTimeTokenPurpose, string> = {
-  activation: '/account/activate/',
-  reset: '/account/reset-password/',
-};
+/** The address a mail request names, as `{email}` is checked. */
+const checkedEmail = (email: string): string => checkInput(EmailBody, { email }).email;
+
+/** Seconds a change of address link stays valid: as long as a reset link by default, time to open a mailbox. */
+const IDENTITY_CHANGE_TTL = 3600;
 
 /**
  * The self-service flows of user accounts: registration and activation, the identity
- * reminder, and the password reset. Mail goes out inside the request; when it cannot be sent
- * (503) everything the request prepared is undone first, so the same request can be retried:
- * a registration leaves no account, a reset request no usable link.
+ * reminder, the password reset and the change of address. Mail goes out inside the request;
+ * when it cannot be sent (503) everything the request prepared is undone first, so the same
+ * request can be retried: a registration leaves no account, a reset request no usable link.
  */
 export function createAccountFlows(options: AccountFlowsOptions) {
   const { users, oneTimeTokens, passwords, mailer } = options;
   const now = options.now ?? (() => new Date());
   const write = (account: Account, changes: AccountChanges) =>
     options.sessions.write('user', account, changes);
-  const ttl: Record<OneTimeTokenPurpose, number> = {
-    activation: options.activationTtl,
-    reset: options.resetTtl,
-  };
-
-  /**
-   * Stores a new single-use link for the account and mails it. If the mail fails, the link
-   * is deleted again before the failure propagates.
-   */
-  async function mailLink(
-    purpose: OneTimeTokenPurpose,
-    account: Account,
-    compose: (link: string, hash: string) => MailMessage,
-  ): Promise<void> {
-    const { secret: hash, digest } = newOneTimeSecret();
-    const expiresAt = new Date(now().getTime() + ttl[purpose] * 1000);
-    await oneTimeTokens.save({ purpose, digest, accountId: account.id, expiresAt });
-    try {
-      await mailer.send(compose(`${options.appUrl}${LINK_PATHS[purpose]}${hash}`, hash));
-    } catch (error) {
-      await oneTimeTokens.consume(purpose, digest).catch(() => undefined);
-      throw error;
-    }
-  }
+  const links = createMailedLinks({
+    oneTimeTokens,
+    mailer,
+    appUrl: options.appUrl,
+    ttl: {
+      activation: options.activationTtl,
+      reset: options.resetTtl,
+      'identity-change': IDENTITY_CHANGE_TTL,
+    },
+    now,
+  });
 
   const sendActivation = (account: Account) =>
-    mailLink('activation', account, (link, hash) =>
+    links.mail('activation', account, (link, hash) => [
       activationMessage({
         appName: options.appName,
         to: account,
         link,
         hash,
-        validForSeconds: ttl.activation,
+        validForSeconds: links.ttl.activation,
       }),
-    );
-
-  /** The unexpired token behind a link hash, or a 404 naming what is wrong with the link. */
-  async function linkToken(purpose: OneTimeTokenPurpose, hash: string, use: 'find' | 'consume') {
-    const invalid = new NotFound(
-      purpose === 'activation'
-        ? 'This activation link is invalid, has expired or was already used'
-        : 'This password reset link is invalid, has expired or was already used',
-    );
-    if (!isOneTimeSecretShaped(hash)) throw invalid;
-    const digest = digestOneTimeSecret(hash);
-    const token = await (use === 'find'
-      ? oneTimeTokens.find(purpose, digest)
-      : oneTimeTokens.consume(purpose, digest));
-    if (!token) throw invalid;
-    return { token, invalid };
-  }
+    ]);
 
   /** A new registration of a still-pending address: it replaces the old one, links included. */
   async function replaceRegistration(
@@ -119,6 +88,17 @@ export function createAccountFlows(options: AccountFlowsOptions) {
   }
 
   return {
+    ...createIdentityChange({
+      users,
+      oneTimeTokens,
+      passwords,
+      mailer,
+      links,
+      write,
+      appName: options.appName,
+      now,
+    }),
+
     /**
      * Creates a pending user and mails the activation link. Registering an address that is
      * still pending replaces that registration (password, names; earlier links die), so
@@ -126,13 +106,8 @@ export function createAccountFlows(options: AccountFlowsOptions) {
      * when an activated account has the address. When the mail fails, nothing of this
      * registration remains (503).
      */
-    async register(input: {
-      identity: string;
-      password: string;
-      passwordConfirm: string;
-      firstName?: string | null;
-      lastName?: string | null;
-    }): Promise<Account> {
+    async register(given: RegisterInput): Promise<Account> {
+      const input = checkInput(RegisterBody, given);
       assertNewPasswordAcceptable({ ...input, confirmRequired: true });
       const time = now();
       const registration = {
@@ -159,7 +134,7 @@ export function createAccountFlows(options: AccountFlowsOptions) {
 
     /** Mails a new activation link if the address belongs to a pending account; otherwise nothing. */
     async resendActivation(email: string): Promise<void> {
-      const account = await users.findByIdentity(email);
+      const account = await users.findByIdentity(checkedEmail(email));
       if (account?.status === 'pending') await sendActivation(account);
     },
 
@@ -170,13 +145,14 @@ export function createAccountFlows(options: AccountFlowsOptions) {
      * good; a wrong password leaves the link usable.
      */
     async activate(hash: string, password: string): Promise<Account> {
-      const { token: found, invalid } = await linkToken('activation', hash, 'find');
+      checkInput(ActivationBody, { password });
+      const { token: found, invalid } = await links.token('activation', hash, 'find');
       const registered = await users.findById(found.accountId);
       if (registered?.status !== 'pending') throw invalid;
       if (!(await passwords.verify(password, registered.passwordHash))) {
         throw new ValidationFailed({ password: ['Does not match the password chosen at registration'] });
       }
-      const { token } = await linkToken('activation', hash, 'consume');
+      const { token } = await links.token('activation', hash, 'consume');
       const account = await users.findById(token.accountId);
       if (account?.status !== 'pending' || account.passwordHash !== registered.passwordHash) throw invalid;
       const activated = await write(account, { status: 'active', updatedAt: now() });
@@ -187,29 +163,29 @@ export function createAccountFlows(options: AccountFlowsOptions) {
 
     /** Mails the account's identity to the address, if an account has it; otherwise nothing. */
     async recoverIdentity(email: string): Promise<void> {
-      const account = await users.findByIdentity(email);
+      const account = await users.findByIdentity(checkedEmail(email));
       if (!account || account.status === 'deleted') return;
       await mailer.send(identityReminderMessage({ appName: options.appName, to: account }));
     },
 
     /** Mails a reset link if the address belongs to an active account; otherwise nothing. */
     async requestPasswordReset(email: string): Promise<void> {
-      const account = await users.findByIdentity(email);
+      const account = await users.findByIdentity(checkedEmail(email));
       if (account?.status !== 'active') return;
-      await mailLink('reset', account, (link, hash) =>
+      await links.mail('reset', account, (link, hash) => [
         passwordResetMessage({
           appName: options.appName,
           to: account,
           link,
           hash,
-          validForSeconds: ttl.reset,
+          validForSeconds: links.ttl.reset,
         }),
-      );
+      ]);
     },
 
     /** When the reset link expires; 404 when it is not (or no longer) usable. */
     async checkResetLink(hash: string): Promise<{ expiresAt: Date }> {
-      const { token, invalid } = await linkToken('reset', hash, 'find');
+      const { token, invalid } = await links.token('reset', hash, 'find');
       const account = await users.findById(token.accountId);
       if (account?.status !== 'active') throw invalid;
       return { expiresAt: token.expiresAt };
@@ -220,13 +196,14 @@ export function createAccountFlows(options: AccountFlowsOptions) {
      * after the new password passed every check, so a rejected password does not burn it.
      * Every session of the account ends, and its other reset links are forgotten.
      */
-    async resetPassword(hash: string, input: { password: string; passwordConfirm: string }): Promise<void> {
-      const { token, invalid } = await linkToken('reset', hash, 'find');
+    async resetPassword(hash: string, given: { password: string; passwordConfirm: string }): Promise<void> {
+      const input = checkInput(PasswordResetBody, given);
+      const { token, invalid } = await links.token('reset', hash, 'find');
       const account = await users.findById(token.accountId);
       if (account?.status !== 'active') throw invalid;
       assertNewPasswordAcceptable({ ...input, identity: account.identity, confirmRequired: true });
       const passwordHash = await passwords.hash(input.password);
-      await linkToken('reset', hash, 'consume');
+      await links.token('reset', hash, 'consume');
       await write(account, { passwordHash, updatedAt: now() });
       await oneTimeTokens.deleteForAccount(account.id, 'reset');
     },

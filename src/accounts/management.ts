@@ -3,6 +3,13 @@ import type { Actor } from '../identity.ts';
 import { isUuid } from '../ids.ts';
 import type { RuleLock } from '../rule-lock.ts';
 import { cleanName, newAccountRecord } from './account-record.ts';
+import {
+  type AccountUpdate,
+  checkInput,
+  checkNewAccount,
+  type NewAccount,
+  type OwnProfileUpdate,
+} from './input.ts';
 import type {
   Account,
   AccountChanges,
@@ -14,7 +21,7 @@ import type {
   OneTimeTokenStore,
 } from './model.ts';
 import type { PasswordHasher } from './password-hasher.ts';
-import { assertNewPasswordAcceptable } from './password-policy.ts';
+import { assertCurrentPassword, assertNewPasswordAcceptable } from './password-policy.ts';
 import {
   type AccountOperation,
   assertMay,
@@ -22,6 +29,7 @@ import {
   assertMayView,
   ownAccountOf,
 } from './permissions.ts';
+import { CurrentPasswordBody, OwnProfileBody, UpdateAdminBody, UpdateUserBody } from './schemas.ts';
 import type { Sessions } from './sessions.ts';
 
 /**
@@ -33,38 +41,7 @@ const UNUSABLE_PASSWORD_HASH = '!';
 /** Account ids are UUIDs; anything else cannot name an account. */
 const isAccountId = isUuid;
 
-type ManagedStatus = Exclude<AccountStatus, 'deleted'>;
-
-export interface NewAccount {
-  identity: string;
-  password: string;
-  /** Checked when given; admin tools may leave it out. */
-  passwordConfirm?: string;
-  firstName?: string | null;
-  lastName?: string | null;
-  /** Defaults to active. */
-  status?: ManagedStatus;
-  /** Administrators only; defaults to [admin]. */
-  roles?: AdminRole[];
-}
-
-export interface AccountUpdate {
-  identity?: string;
-  firstName?: string | null;
-  lastName?: string | null;
-  status?: ManagedStatus;
-  roles?: AdminRole[];
-  password?: string;
-  passwordConfirm?: string;
-}
-
-export interface OwnProfileUpdate {
-  firstName?: string | null;
-  lastName?: string | null;
-  currentPassword?: string;
-  password?: string;
-  passwordConfirm?: string;
-}
+const UPDATE_BODIES = { user: UpdateUserBody, admin: UpdateAdminBody } as const;
 
 export type AccountManagement = ReturnType<typeof createAccountManagement>;
 
@@ -172,9 +149,9 @@ export function createAccountManagement(deps: {
     },
 
     /** Throws DuplicateIdentity (409) when the identity is taken. */
-    async create(actor: Actor, input: NewAccount): Promise<Account> {
+    async create(actor: Actor, given: NewAccount): Promise<Account> {
       assertMay(actor, kind, 'create');
-      assertNewPasswordAcceptable({ ...input, confirmRequired: false });
+      const input = checkNewAccount(kind, given);
       const account = newAccountRecord(
         {
           identity: input.identity,
@@ -191,8 +168,9 @@ export function createAccountManagement(deps: {
     },
 
     /** An administrator's change of an account that is not deleted. Throws DuplicateIdentity. */
-    async update(actor: Actor, id: string, input: AccountUpdate): Promise<Account> {
+    async update(actor: Actor, id: string, given: AccountUpdate): Promise<Account> {
       assertMay(actor, kind, 'update');
+      const input: AccountUpdate = checkInput(UPDATE_BODIES[kind], given);
       const target = await existing(id, { deleted: false });
       assertMayChange(actor, kind, target, input);
       if (input.passwordConfirm !== undefined && input.password === undefined)
@@ -248,8 +226,9 @@ export function createAccountManagement(deps: {
      * one twice, and ends every session, the caller's too; a wrong current password is a 400
      * with `errors.currentPassword`.
      */
-    async updateOwn(actor: Actor, input: OwnProfileUpdate): Promise<Account> {
+    async updateOwn(actor: Actor, given: OwnProfileUpdate): Promise<Account> {
       const account = own(actor, 'update-own');
+      const input = checkInput(OwnProfileBody, given);
       const changes: AccountChanges = { updatedAt: now() };
       if (input.firstName !== undefined) changes.firstName = cleanName(input.firstName);
       if (input.lastName !== undefined) changes.lastName = cleanName(input.lastName);
@@ -268,14 +247,21 @@ export function createAccountManagement(deps: {
         identity: account.identity,
         confirmRequired: true,
       });
-      if (!(await passwords.verify(currentPassword, account.passwordHash)))
-        throw new ValidationFailed({ currentPassword: ['Is not the current password'] });
+      await assertCurrentPassword(passwords, account, currentPassword);
       changes.passwordHash = await passwords.hash(password);
       return write(account, changes);
     },
 
-    async removeOwn(actor: Actor): Promise<void> {
-      await erase(own(actor, 'delete-own'));
+    /**
+     * Deletes the caller's own account (see erase). It takes the current password, so that a
+     * stolen access token alone cannot destroy the account: a wrong one is refused as on a
+     * password change (400, `errors.currentPassword`), and nothing changes.
+     */
+    async removeOwn(actor: Actor, given: { currentPassword: string }): Promise<void> {
+      const account = own(actor, 'delete-own');
+      const { currentPassword } = checkInput(CurrentPasswordBody, given);
+      await assertCurrentPassword(passwords, account, currentPassword);
+      await erase(account);
     },
   };
 }

@@ -188,11 +188,12 @@ export function compareListed(
   return order === 'asc' ? result : -result;
 }
 
-export type OneTimeTokenPurpose = 'activation' | 'reset';
+export type OneTimeTokenPurpose = 'activation' | 'reset' | 'identity-change';
 
 /**
- * A single-use, expiring hash mailed to an account holder (activation and password reset
- * links). Only a SHA-256 digest of the hash is stored: whoever reads the store cannot use the links.
+ * A single-use, expiring hash mailed to an account holder (activation, password reset and
+ * change of address links). Only a SHA-256 digest of the hash is stored: whoever reads the
+ * store cannot use the links.
  */
 export interface OneTimeToken {
   purpose: OneTimeTokenPurpose;
@@ -201,6 +202,8 @@ export interface OneTimeToken {
   /** The user account the link acts on. */
   accountId: string;
   expiresAt: Date;
+  /** A change of address link: the address the account moves to, mailed the link. */
+  newIdentity?: string;
 }
 
 export interface OneTimeTokenStore {

@@ -1,4 +1,6 @@
 import { ValidationFailed } from '../errors.ts';
+import type { Account } from './model.ts';
+import type { PasswordHasher } from './password-hasher.ts';
 
 /**
  * The password rules that span fields, which a per-field schema cannot express: the
@@ -22,4 +24,17 @@ export function assertNewPasswordAcceptable(input: {
     errors.password = ['Must not be the same as the identity'];
   }
   if (Object.keys(errors).length > 0) throw new ValidationFailed(errors);
+}
+
+/**
+ * The account holder's proof for a change a stolen access token must not be enough for (a new
+ * password, address, or the deletion): a wrong current password is a 400 naming the field.
+ */
+export async function assertCurrentPassword(
+  passwords: Pick<PasswordHasher, 'verify'>,
+  account: Pick<Account, 'passwordHash'>,
+  currentPassword: string,
+): Promise<void> {
+  if (!(await passwords.verify(currentPassword, account.passwordHash)))
+    throw new ValidationFailed({ currentPassword: ['Is not the current password'] });
 }

@@ -14,6 +14,7 @@ export const ACCOUNT_OPERATIONS = [
   'view-own',
   'update-own',
   'delete-own',
+  'change-identity-own',
   'list',
   'create',
   'view',
@@ -31,6 +32,7 @@ export const ACCOUNT_PERMISSIONS: Readonly<
     'view-own': ['user'],
     'update-own': ['user'],
     'delete-own': ['user'],
+    'change-identity-own': ['user'],
     list: ['admin'],
     create: ['admin'],
     // A user only their own account: see assertMayView.
@@ -43,6 +45,8 @@ export const ACCOUNT_PERMISSIONS: Readonly<
     'view-own': ['admin'],
     'update-own': ['admin'],
     'delete-own': [],
+    // An administrator's identity is a name, which a superuser changes.
+    'change-identity-own': [],
     list: ['admin'],
     create: ['superuser'],
     view: ['admin'],

@@ -4,7 +4,8 @@ import { ACCOUNT_STATUSES, type AccountStatus, ADMIN_ROLES } from './model.ts';
 
 /**
  * The request bodies of the account routes, as TypeBox schemas. The route table carries these
- * same objects: the pipeline validates with them and the OpenAPI description shows them.
+ * same objects: the pipeline checks them early, the account services check their input with
+ * them (input.ts), and the OpenAPI description shows them.
  * Rules that span fields (the confirmation equals the password, the password differs from the
  * identity) are in password-policy.ts. Bodies refuse unknown members, so a misspelt or
  * forbidden field (a user sending `status`) is a 400 rather than silently ignored.
@@ -119,6 +120,16 @@ export const PasswordResetBody = body(
 export const OwnProfileBody = body(
   { ...names, ...passwordChange },
   'Names to change; to change the password also currentPassword, password and passwordConfirm',
+);
+
+export const CurrentPasswordBody = body(
+  { currentPassword: CurrentPassword },
+  "The account's current password: a stolen access token alone must not be enough",
+);
+
+export const IdentityChangeBody = body(
+  { identity: EmailIdentity, currentPassword: CurrentPassword },
+  'The new e-mail address, which the confirmation link is sent to, and the current password',
 );
 
 export const CreateUserBody = body(

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { applyHeaders, type HeaderSet } from './headers.ts';
 
 export interface CorsPolicy {
   origins: readonly string[] | '*';
@@ -11,11 +12,26 @@ const EXPOSED_RESPONSE_HEADERS = 'Location, WWW-Authenticate, Deprecation, Sunse
 
 /** The CORS headers of an actual (non-preflight) response; a disallowed origin gets none. */
 export function applyCors(req: IncomingMessage, res: ServerResponse, policy: CorsPolicy): void {
-  const allowOrigin = allowedOrigin(req, res, policy);
-  if (!allowOrigin) return;
-  res.setHeader('Access-Control-Allow-Origin', allowOrigin);
-  res.setHeader('Access-Control-Expose-Headers', EXPOSED_RESPONSE_HEADERS);
+  applyHeaders(res, corsHeaders(req, policy, varyOf(res)));
 }
+
+/**
+ * What CORS adds to an actual (non-preflight) response whose `Vary` so far is `vary`: a `Vary`
+ * naming Origin when the answer depends on it (see `allowedOrigin`), and for an allowed
+ * origin the origin it may read the answer from and the headers its script may read.
+ */
+export function corsHeaders(req: IncomingMessage, policy: CorsPolicy, vary: string | undefined): HeaderSet {
+  if (policy.origins === '*') return ANY_ORIGIN;
+  if (policy.origins.length === 0) return [];
+  const varies: readonly [string, string] = ['Vary', withVaryField(vary, 'Origin')];
+  const origin = req.headers.origin;
+  return origin !== undefined && policy.origins.includes(origin)
+    ? [varies, ['Access-Control-Allow-Origin', origin], EXPOSED]
+    : [varies];
+}
+
+const EXPOSED = ['Access-Control-Expose-Headers', EXPOSED_RESPONSE_HEADERS] as const;
+const ANY_ORIGIN: HeaderSet = [['Access-Control-Allow-Origin', '*'], EXPOSED];
 
 /** Answers an OPTIONS request for a known path: a CORS preflight when it asks for a method. */
 export function answerPreflight(
@@ -50,21 +66,20 @@ export function answerPreflight(
 function allowedOrigin(req: IncomingMessage, res: ServerResponse, policy: CorsPolicy): string | undefined {
   if (policy.origins === '*') return '*';
   if (policy.origins.length === 0) return undefined;
-  addVary(res, 'Origin');
+  res.setHeader('Vary', withVaryField(varyOf(res), 'Origin'));
   const origin = req.headers.origin;
   return origin !== undefined && policy.origins.includes(origin) ? origin : undefined;
 }
 
-/** Adds `field` to the response's Vary, keeping what configured headers put there. */
-function addVary(res: ServerResponse, field: string): void {
+function varyOf(res: ServerResponse): string | undefined {
   const current = res.getHeader('Vary');
-  if (current === undefined || current === '') {
-    res.setHeader('Vary', field);
-    return;
-  }
-  const value = Array.isArray(current) ? current.join(', ') : String(current);
-  const fields = value.split(',').map((name) => name.trim().toLowerCase());
-  if (!fields.includes('*') && !fields.includes(field.toLowerCase())) {
-    res.setHeader('Vary', `${value}, ${field}`);
-  }
+  if (current === undefined) return undefined;
+  return Array.isArray(current) ? current.join(', ') : String(current);
+}
+
+/** `vary` with `field` added, keeping what configured headers put there. */
+function withVaryField(vary: string | undefined, field: string): string {
+  if (vary === undefined || vary === '') return field;
+  const fields = vary.split(',').map((name) => name.trim().toLowerCase());
+  return fields.includes('*') || fields.includes(field.toLowerCase()) ? vary : `${vary}, ${field}`;
 }

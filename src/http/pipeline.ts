@@ -1,14 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import polka, { type Request } from 'polka';
-import { parse as parsePattern } from 'regexparam';
 import { BadRequest, MethodNotAllowed, NotFound, Problem } from '../errors.ts';
 import { type Identity, requirePermission } from '../identity.ts';
 import { compileValidator } from '../validation.ts';
 import { parseBody, searchParamsObject } from './body.ts';
-import { answerPreflight, applyCors, type CorsPolicy } from './cors.ts';
-import { applyHeaders, type Deprecation, headersForRoute } from './headers.ts';
+import { answerPreflight, applyCors, type CorsPolicy, corsHeaders } from './cors.ts';
+import { applyHeaders, type Deprecation, type HeaderSet, headersForRoute } from './headers.ts';
 import { writeProblem } from './problem.ts';
 import type { AnyRoute, Reply, Services } from './route.ts';
+import { createRouter, splitTarget } from './router.ts';
 
 export interface PipelineOptions {
   routes: readonly AnyRoute[];
@@ -23,26 +22,36 @@ export interface PipelineOptions {
   onUnexpectedError(error: unknown, req: IncomingMessage, route: AnyRoute | undefined): void;
 }
 
+type Serve = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  search: string,
+  params: Record<string, string>,
+) => Promise<void>;
+
 /**
- * The HTTP pipeline, in order. polka matches the route; then, for that route:
- * response headers → CORS → body parsing → authentication (identity or guest) →
- * permission check (role vs the route's permission) → body validation → handler,
+ * The HTTP pipeline, in order. The router matches the route; then, for that route:
+ * body parsing → authentication (identity or guest) → permission check (role vs the route's
+ * permission) → body validation → handler → the response with the route's headers and CORS,
  * with every failure turned into problem+json in one place.
  */
 export function createRequestHandler(
   options: PipelineOptions,
 ): (req: IncomingMessage, res: ServerResponse) => void {
-  const app = polka({ onNoMatch: (req, res) => answerUnmatched(req, res) });
   const defaultHeaders = headersForRoute(undefined, options.responseHeaders, undefined);
-  const pathPatterns = options.routes.flatMap((route) => {
-    const { pattern } = parsePattern(route.path);
-    const methods = route.method === 'GET' ? ['GET', 'HEAD'] : [route.method];
-    return methods.map((method) => ({ method, pattern, route }));
-  });
+  const router = createRouter(
+    options.routes.flatMap((route) => {
+      const serve = serverOf(route);
+      // RFC 9110 §9.3.2: HEAD is GET without the body (Node drops the body by itself).
+      const methods = route.method === 'GET' ? ['GET', 'HEAD'] : [route.method];
+      return methods.map((method) => ({ method, path: route.path, route: { route, serve } }));
+    }),
+  );
 
-  for (const route of options.routes) {
+  function serverOf(route: AnyRoute): Serve {
     const headers = headersForRoute(route.name, options.responseHeaders, options.deprecations[route.name]);
     const cors = corsFor([route]);
+    const written = routeHeaders(headers, cors);
     const checked = route.checkedBy !== 'handler';
     const validator = route.body && checked ? compileValidator(route.body) : undefined;
     const queryValidator =
@@ -50,9 +59,7 @@ export function createRequestHandler(
         ? compileValidator(route.query, (errors) => new BadRequest('The query is invalid', { errors }))
         : undefined;
 
-    const serve = async (req: Request, res: ServerResponse) => {
-      applyHeaders(res, headers);
-      applyCors(req, res, cors);
+    return async (req, res, search, params) => {
       try {
         const body = await parseBody(req, options.bodyLimit, route.bodyMediaTypes);
         const identity =
@@ -60,13 +67,13 @@ export function createRequestHandler(
             ? { role: 'guest' as const }
             : await options.authenticate(req.headers.authorization);
         requirePermission(identity, route.permission);
-        const query = new URLSearchParams(req.search);
+        const query = new URLSearchParams(search);
         queryValidator?.check(searchParamsObject(query));
         const reply = await route.handler(
           {
             req,
             res,
-            params: req.params,
+            params,
             query,
             body: validator ? validator.check(body) : body,
             identity,
@@ -74,22 +81,65 @@ export function createRequestHandler(
           },
           options.services,
         );
-        send(res, reply);
+        send(req, res, reply, written);
       } catch (error) {
+        if (!res.headersSent) {
+          applyHeaders(res, headers);
+          applyCors(req, res, cors);
+        }
         fail(error, req, res, route);
       }
     };
-    app.add(route.method, route.path, serve);
-    // RFC 9110 §9.3.2: HEAD is GET without the body (Node drops the body by itself).
-    if (route.method === 'GET') app.add('HEAD', route.path, serve);
+  }
+
+  /**
+   * The reply with the route's headers, CORS's, the reply's own and its Content-Type: all
+   * given at once with the status line, which costs less than a setHeader each, while none
+   * of them names a header already given. Otherwise one by one, the later replacing the
+   * earlier, as the error path writes them too.
+   */
+  function send(req: IncomingMessage, res: ServerResponse, reply: Reply, route: RouteHeaders): void {
+    const hasBody = reply.body !== undefined || reply.text !== undefined;
+    const flat = route.flat.slice();
+    const given = new Set(route.names);
+    const add = (name: string, value: string): boolean => {
+      const lower = name.toLowerCase();
+      if (given.has(lower)) return false;
+      given.add(lower);
+      flat.push(name, value);
+      return true;
+    };
+    const added =
+      corsHeaders(req, route.cors, undefined).every(([name, value]) => add(name, value)) &&
+      Object.entries(reply.headers ?? {}).every(([name, value]) => add(name, value)) &&
+      (!hasBody || add('Content-Type', reply.contentType ?? 'application/json'));
+    if (!added) {
+      sendOneByOne(req, res, reply, route);
+      return;
+    }
+    res.writeHead(reply.status, flat);
+    res.end(hasBody ? (reply.text ?? JSON.stringify(reply.body)) : undefined);
+  }
+
+  function sendOneByOne(req: IncomingMessage, res: ServerResponse, reply: Reply, route: RouteHeaders): void {
+    applyHeaders(res, route.headers);
+    applyCors(req, res, route.cors);
+    res.statusCode = reply.status;
+    for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
+    if (reply.body === undefined && reply.text === undefined) {
+      res.end();
+      return;
+    }
+    res.setHeader('Content-Type', reply.contentType ?? 'application/json');
+    res.end(reply.text ?? JSON.stringify(reply.body));
   }
 
   /** No route for this method and path: a CORS preflight, 405 with `Allow`, or 404. */
-  function answerUnmatched(req: Request, res: ServerResponse): void {
+  function answerUnmatched(req: IncomingMessage, res: ServerResponse, path: string): void {
     applyHeaders(res, defaultHeaders);
-    const routesOfPath = pathPatterns.filter(({ pattern }) => pattern.test(req.path));
+    const routesOfPath = router.methodsOf(path);
     const allowed = [...new Set(routesOfPath.map(({ method }) => method))];
-    const cors = corsFor(routesOfPath.map(({ route }) => route));
+    const cors = corsFor(routesOfPath.map(({ route }) => route.route));
     if (req.method === 'OPTIONS' && allowed.length > 0) {
       answerPreflight(req, res, cors, allowed);
       return;
@@ -97,7 +147,7 @@ export function createRequestHandler(
     applyCors(req, res, cors);
     // A 405 is written in the path's error format: on the token endpoint, with an OAuth `error`.
     const error = allowed.length > 0 ? new MethodNotAllowed(allowed) : new NotFound();
-    fail(error, req, res, routesOfPath[0]?.route);
+    fail(error, req, res, routesOfPath[0]?.route.route);
   }
 
   /**
@@ -122,18 +172,34 @@ export function createRequestHandler(
     if (!(error instanceof Problem)) options.onUnexpectedError(error, req, route);
   }
 
-  return (req, res) => app.handler(req as Request, res, undefined as never);
+  return (req, res) => {
+    const { path, search } = splitTarget(req.url ?? '/');
+    const matched = router.match(req.method ?? '', path);
+    if (!matched) {
+      answerUnmatched(req, res, path);
+      return;
+    }
+    const { route, serve } = matched.route;
+    // serve answers every failure itself; this only catches a failure to write that answer.
+    serve(req, res, search, matched.params).catch((error: unknown) => {
+      res.destroy();
+      options.onUnexpectedError(error, req, route);
+    });
+  };
 }
 
 const NO_CORS: CorsPolicy = { origins: [], maxAge: 0 };
 
-function send(res: ServerResponse, reply: Reply): void {
-  res.statusCode = reply.status;
-  for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
-  if (reply.body === undefined && reply.text === undefined) {
-    res.end();
-    return;
-  }
-  res.setHeader('Content-Type', reply.contentType ?? 'application/json');
-  res.end(reply.text ?? JSON.stringify(reply.body));
+/** A route's own headers and CORS policy, in the forms `send` reads them. */
+interface RouteHeaders {
+  headers: HeaderSet;
+  cors: CorsPolicy;
+  /** The same, as writeHead takes them: name, value, name, value… */
+  flat: readonly string[];
+  /** Their names, lower-cased. */
+  names: ReadonlySet<string>;
+}
+
+function routeHeaders(headers: HeaderSet, cors: CorsPolicy): RouteHeaders {
+  return { headers, cors, flat: headers.flat(), names: new Set(headers.map(([name]) => name.toLowerCase())) };
 }

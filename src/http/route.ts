@@ -75,7 +75,7 @@ export interface HeaderSpec {
  */
 export interface Route<S extends TSchema | undefined = TSchema | undefined> {
   method: HttpMethod;
-  /** polka pattern, e.g. `/users/:id`. */
+  /** A regexparam pattern, e.g. `/users/:id` (see router.ts). */
   path: string;
   name: string;
   summary: string;

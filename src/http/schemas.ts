@@ -6,6 +6,9 @@ import type { HeaderSpec, ResponseSpec } from './route.ts';
 
 /** Shapes shared by routes: what the OpenAPI description shows and the pipeline checks. */
 
+/** A plain message: what a request that sends mail answers. */
+export const MessageSchema = Type.Object({ message: Type.String() }, { $id: 'Message' });
+
 /** RFC 9457 §3.1, with `type` always `about:blank` so far. */
 const problemMembers = {
   type: Type.String(),

@@ -44,6 +44,59 @@ export function passwordResetMessage(options: LinkMessageOptions): MailMessage {
   });
 }
 
+/** To the new address: the link that moves the account there. */
+export function identityChangeMessage(options: LinkMessageOptions): MailMessage {
+  return linkMessage(options, {
+    subject: `Confirm your new ${options.appName} sign-in address`,
+    intro: `please confirm that this address is to become the sign-in address of your ${options.appName} account (you will be asked for its password):`,
+    codeLabel: 'Confirmation code',
+    closing: 'If you did not ask for this, ignore this message: nothing changes.',
+  });
+}
+
+/**
+ * To the old address, whether or not the new one is free (so that it tells nothing about
+ * other accounts): what was asked, and what to do if it was not the holder. No link.
+ */
+export function identityChangeNoticeMessage(options: {
+  appName: string;
+  to: Recipient;
+  newIdentity: string;
+  validForSeconds: number;
+}): MailMessage {
+  const { appName, to, newIdentity } = options;
+  const asked = `someone who knows the password of your ${appName} account asked to make this address its sign-in address instead of yours:`;
+  const pending = `A message was sent there. Nothing changes unless the change is confirmed from it within ${duration(options.validForSeconds)}.`;
+  const advice =
+    'If it was not you, change your password now (whoever asked knows it); that also stops the change.';
+  return {
+    to: to.identity,
+    subject: `A change of your ${appName} sign-in address was requested`,
+    text: [`${greeting(to)},`, '', asked, '', newIdentity, '', pending, '', advice].join(CRLF),
+    html: html([
+      `<p>${escapeHtml(greeting(to))},</p>`,
+      `<p>${escapeHtml(asked)}</p>`,
+      `<p><strong>${escapeHtml(newIdentity)}</strong></p>`,
+      `<p>${escapeHtml(pending)}</p>`,
+      `<p>${escapeHtml(advice)}</p>`,
+    ]),
+  };
+}
+
+/** To a new address that already has an account: nothing was changed, and no link. */
+export function addressInUseMessage(options: { appName: string; to: string }): MailMessage {
+  const { appName, to } = options;
+  const asked = `someone asked to make this address the sign-in address of another ${appName} account. It already has an account of its own, so nothing was changed.`;
+  const advice =
+    'If it was you: sign in with this address, or ask for a password reset if you forgot its password.';
+  return {
+    to,
+    subject: `This address already has a ${appName} account`,
+    text: ['Hello,', '', asked, '', advice].join(CRLF),
+    html: html(['<p>Hello,</p>', `<p>${escapeHtml(asked)}</p>`, `<p>${escapeHtml(advice)}</p>`]),
+  };
+}
+
 /** A message carrying a single-use link: greeting, purpose, link, validity, code, closing. */
 function linkMessage(
   { to, link, hash, validForSeconds }: LinkMessageOptions,

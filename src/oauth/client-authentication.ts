@@ -1,20 +1,14 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { InvalidClient, InvalidRequest } from '../errors.ts';
+import { acceptsSecret } from './client-secrets.ts';
 import type { ClientStore, OAuthClient } from './model.ts';
-
-export function digestClientSecret(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
-}
-
-/** Compared against when the client is unknown, so both paths do the same work. */
-const ABSENT_DIGEST = digestClientSecret('absent client');
 
 /**
  * RFC 6749 §2.3.1: a confidential client authenticates with its secret, in HTTP Basic or in
  * the body, never both. Basic values are form-urlencoded before Base64 (Appendix B), so they
  * are decoded after splitting. A public client (§2.1) sends its `client_id` alone, and only a
  * public one may: a confidential client without its secret is refused, and a public client
- * that presents a secret has none that could match.
+ * that presents a secret has none that could match. After a rotation the previous secret
+ * is accepted too until its overlap ends (client-secrets.ts).
  */
 export async function authenticateClient(
   params: Record<string, unknown>,
@@ -41,9 +35,7 @@ export async function authenticateClient(
     throw new InvalidRequest('Missing parameter: client_secret');
 
   const client = await clients.findByName(id);
-  const expected = Buffer.from(client?.secretDigest ?? ABSENT_DIGEST, 'hex');
-  const presented = Buffer.from(digestClientSecret(secret), 'hex');
-  const matches = expected.length === presented.length && timingSafeEqual(expected, presented);
+  const matches = acceptsSecret(client, secret, new Date());
   if (client?.type !== 'confidential' || !matches) throw new InvalidClient(basic !== null);
   return client;
 }

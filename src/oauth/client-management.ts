@@ -1,11 +1,23 @@
-import { randomBytes, randomUUID } from 'node:crypto';
 import { Conflict, NotFound, ValidationFailed } from '../errors.ts';
 import { type Actor, type Role, requirePermission } from '../identity.ts';
 import type { RuleLock } from '../rule-lock.ts';
-import { digestClientSecret } from './client-authentication.ts';
-import type { ClientUpdate, NewClient } from './client-schemas.ts';
+import { compileValidator } from '../validation.ts';
+import { newClientRecord } from './client-record.ts';
+import { type ClientUpdate, CreateClientBody, type NewClient, UpdateClientBody } from './client-schemas.ts';
+import {
+  clearExpiredSecret,
+  DEFAULT_SECRET_OVERLAP_SECONDS,
+  digestClientSecret,
+  newClientSecret,
+  RETIRE_PREVIOUS_SECRET,
+  rotateSecret,
+} from './client-secrets.ts';
 import type { ClientChanges, ClientStore, ClientType, GrantType, OAuthClient } from './model.ts';
 import { redirectUriProblem } from './redirect-uri.ts';
+
+/** Every caller's input is checked here, the API's and the command line's alike. */
+const validateNewClient = compileValidator<NewClient>(CreateClientBody);
+const validateUpdate = compileValidator<ClientUpdate>(UpdateClientBody);
 
 /** Who registers, changes and deletes clients: they decide who may sign people in. */
 export const CLIENT_MANAGERS: readonly Role[] = ['superuser'];
@@ -15,6 +27,13 @@ const PUBLIC_CLIENT_GRANTS: readonly GrantType[] = ['authorization_code', 'refre
 
 /** The grants that sign a person in; without one, a client signs nobody in. */
 const SIGN_IN_GRANTS: readonly GrantType[] = ['authorization_code', 'password'];
+
+/**
+ * The lease every change of a client takes (rule-lock.ts). It keeps the name it had when it
+ * guarded only the last client that signs administrators in, so that during a rolling update
+ * the nodes of both versions take the same lease.
+ */
+const CLIENT_CHANGES_RULE = 'admin-sign-in-clients';
 
 /** A client, and its secret when this very operation made one: it is never shown again. */
 export interface ClientWithSecret {
@@ -26,7 +45,8 @@ export type ClientManagement = ReturnType<typeof createClientManagement>;
 
 /**
  * The registration of OAuth clients, by superusers (the API) and the operator (the CLI).
- * Secrets are generated here, 256 random bits, and only their digest is kept.
+ * Secrets are generated here, 256 random bits, and only their digest is kept. Every input is
+ * checked here, whoever gives it.
  */
 export function createClientManagement(deps: { clients: ClientStore; ruleLock: RuleLock; now?: () => Date }) {
   const { clients, ruleLock } = deps;
@@ -39,30 +59,24 @@ export function createClientManagement(deps: { clients: ClientStore; ruleLock: R
   }
 
   /**
-   * Administrators sign in through a client too: the last client that signs them in cannot
-   * go (`grants` null) or lose its sign-in grants, or nobody could administer the service
-   * through the API any more. Such changes run in turn on every node, and check the clients
-   * as stored now (a list is never cached): no two of them can each count on the other's
-   * client remaining.
+   * Runs a change of the client `name` in turn with every other change of a client, on every
+   * node: `decide` sees the clients as stored now (a list is never cached), checks, and returns
+   * the write. So a rotation keeps as the previous secret the one that is current when it
+   * writes (of two rotations at once, the second keeps the first one's secret), and of two
+   * changes that each take a client away from signing administrators in, the second counts
+   * the first one's result.
    */
-  function keepingAdminSignIn<T>(
+  function changeInTurn<T>(
     name: string,
-    grants: GrantType[] | null,
-    change: () => Promise<T>,
+    decide: (target: OAuthClient, all: readonly OAuthClient[]) => () => Promise<T>,
   ): Promise<T> {
-    const signsInAdmins = (client: OAuthClient, clientGrants = client.grants) =>
-      client.accountKind === 'admin' && clientGrants.some((grant) => SIGN_IN_GRANTS.includes(grant));
     const check = async () => {
       const all = await clients.list();
       const target = all.find((client) => client.name === name);
       if (!target) throw new NotFound('No such client');
-      if (!signsInAdmins(target) || (grants !== null && signsInAdmins(target, grants))) return;
-      if (!all.some((client) => client.name !== name && signsInAdmins(client)))
-        throw new Conflict(
-          'The last client that signs administrators in cannot be deleted or lose that grant',
-        );
+      return decide(target, all);
     };
-    return ruleLock.inTurn('admin-sign-in-clients', check, change);
+    return ruleLock.inTurn(CLIENT_CHANGES_RULE, check, (write) => write());
   }
 
   return {
@@ -77,49 +91,63 @@ export function createClientManagement(deps: { clients: ClientStore; ruleLock: R
     },
 
     /** A confidential client's secret is in the answer, and nowhere else ever. */
-    async create(actor: Actor, input: NewClient): Promise<ClientWithSecret> {
+    async create(actor: Actor, input: unknown): Promise<ClientWithSecret> {
       requirePermission(actor, CLIENT_MANAGERS);
-      const redirectUris = input.redirectUris ?? [];
-      assertConsistent(input.type, input.grants, redirectUris);
-      const secret = input.type === 'confidential' ? newClientSecret() : undefined;
-      const at = now();
-      const client: OAuthClient = {
-        id: randomUUID(),
-        name: input.name,
-        type: input.type,
-        secretDigest: secret === undefined ? null : digestClientSecret(secret),
-        accountKind: input.accounts,
-        redirectUris: [...redirectUris],
-        grants: [...input.grants],
-        createdAt: at,
-        updatedAt: at,
-      };
+      const fields = validateNewClient.check(input);
+      const redirectUris = fields.redirectUris ?? [];
+      assertConsistent(fields.type, fields.grants, redirectUris);
+      const secret = fields.type === 'confidential' ? newClientSecret() : undefined;
+      const client = newClientRecord(
+        {
+          name: fields.name,
+          type: fields.type,
+          secretDigest: secret === undefined ? null : digestClientSecret(secret),
+          accountKind: fields.accounts,
+          redirectUris,
+          grants: fields.grants,
+        },
+        now(),
+      );
       if (!(await clients.createIfAbsent(client)))
-        throw new Conflict(`A client named "${input.name}" already exists`);
+        throw new Conflict(`A client named "${fields.name}" already exists`);
       return { client, secret };
     },
 
-    /** Redirect URIs and grants; `rotateSecret` gives a confidential client a new secret, shown once. */
-    async update(actor: Actor, name: string, input: ClientUpdate): Promise<ClientWithSecret> {
+    /**
+     * Redirect URIs and grants; `rotateSecret` gives a confidential client a new secret, shown
+     * once, and keeps the one before it for the overlap; `retirePreviousSecret` ends the
+     * overlap now.
+     */
+    async update(actor: Actor, name: string, input: unknown): Promise<ClientWithSecret> {
       requirePermission(actor, CLIENT_MANAGERS);
-      const target = await existing(name);
-      if (input.rotateSecret && target.type === 'public')
-        throw new ValidationFailed({ rotateSecret: ['A public client has no secret'] });
-      const grants = input.grants ?? target.grants;
-      const redirectUris = input.redirectUris ?? target.redirectUris;
-      assertConsistent(target.type, grants, redirectUris);
-      const changes: ClientChanges = { updatedAt: now() };
-      if (input.grants !== undefined) changes.grants = [...input.grants];
-      if (input.redirectUris !== undefined) changes.redirectUris = [...input.redirectUris];
-      const secret = input.rotateSecret ? newClientSecret() : undefined;
-      if (secret !== undefined) changes.secretDigest = digestClientSecret(secret);
-      const write = async () => {
-        const updated = await clients.update(name, changes);
-        if (!updated) throw new NotFound('No such client');
-        return { client: updated, secret };
-      };
-      // Only new grants can take away the last sign-in of administrators.
-      return input.grants === undefined ? write() : keepingAdminSignIn(name, input.grants, write);
+      const change = validateUpdate.check(input);
+      assertSecretChange(change);
+      return changeInTurn(name, (target, all) => {
+        if (target.type === 'public') {
+          for (const field of ['rotateSecret', 'retirePreviousSecret'] as const)
+            if (change[field]) throw new ValidationFailed({ [field]: ['A public client has no secret'] });
+        }
+        const grants = change.grants ?? target.grants;
+        assertConsistent(target.type, grants, change.redirectUris ?? target.redirectUris);
+        if (change.grants !== undefined) assertAdminSignInRemains(all, target, grants);
+        const at = now();
+        const changes: ClientChanges = { updatedAt: at, ...clearExpiredSecret(target, at) };
+        if (change.grants !== undefined) changes.grants = [...change.grants];
+        if (change.redirectUris !== undefined) changes.redirectUris = [...change.redirectUris];
+        let secret: string | undefined;
+        if (change.rotateSecret) {
+          const overlap = change.previousSecretOverlapSeconds ?? DEFAULT_SECRET_OVERLAP_SECONDS;
+          const rotation = rotateSecret(target, overlap, at);
+          secret = rotation.secret;
+          Object.assign(changes, rotation.changes);
+        }
+        if (change.retirePreviousSecret) Object.assign(changes, RETIRE_PREVIOUS_SECRET);
+        return async () => {
+          const updated = await clients.update(name, changes);
+          if (!updated) throw new NotFound('No such client');
+          return { client: updated, secret };
+        };
+      });
     },
 
     /**
@@ -129,16 +157,41 @@ export function createClientManagement(deps: { clients: ClientStore; ruleLock: R
      */
     async remove(actor: Actor, name: string): Promise<void> {
       requirePermission(actor, CLIENT_MANAGERS);
-      await keepingAdminSignIn(name, null, async () => {
-        if (!(await clients.delete(name))) throw new NotFound('No such client');
+      await changeInTurn(name, (target, all) => {
+        assertAdminSignInRemains(all, target, null);
+        return async () => {
+          if (!(await clients.delete(name))) throw new NotFound('No such client');
+        };
       });
     },
   };
 }
 
-/** 256 random bits: a machine secret, stored as its SHA-256 digest. */
-function newClientSecret(): string {
-  return randomBytes(32).toString('base64url');
+/**
+ * Administrators sign in through a client too: the last client that signs them in cannot go
+ * (`grants` null) or lose its sign-in grants, or nobody could administer the service through
+ * the API any more. Counted among the clients as stored now, by a change made in turn.
+ */
+function assertAdminSignInRemains(
+  all: readonly OAuthClient[],
+  target: OAuthClient,
+  grants: readonly GrantType[] | null,
+): void {
+  const signsInAdmins = (client: OAuthClient, clientGrants: readonly GrantType[] = client.grants) =>
+    client.accountKind === 'admin' && clientGrants.some((grant) => SIGN_IN_GRANTS.includes(grant));
+  if (!signsInAdmins(target) || (grants !== null && signsInAdmins(target, grants))) return;
+  if (!all.some((client) => client.name !== target.name && signsInAdmins(client)))
+    throw new Conflict('The last client that signs administrators in cannot be deleted or lose that grant');
+}
+
+/** The members about the secrets that make sense only together, or not together. */
+function assertSecretChange(change: ClientUpdate): void {
+  if (change.previousSecretOverlapSeconds !== undefined && change.rotateSecret !== true)
+    throw new ValidationFailed({ previousSecretOverlapSeconds: ['Only with rotateSecret'] });
+  if (change.rotateSecret && change.retirePreviousSecret)
+    throw new ValidationFailed({
+      retirePreviousSecret: ['Not with rotateSecret: rotate with previousSecretOverlapSeconds 0 instead'],
+    });
 }
 
 /** The rules between the fields of a client; a break is a 400 naming the field. */

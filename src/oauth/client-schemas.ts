@@ -1,12 +1,14 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Literals } from '../validation.ts';
+import { DEFAULT_SECRET_OVERLAP_SECONDS, MAX_SECRET_OVERLAP_SECONDS } from './client-secrets.ts';
 import { CLIENT_TYPES, GRANT_TYPES } from './model.ts';
 import { MAX_REDIRECT_URI_LENGTH } from './redirect-uri.ts';
 
 /**
- * The request bodies of the client routes, which the CLI commands check their options with
- * too. They refuse unknown members. Rules that span fields (a public client's grants, the
- * redirect URIs the authorization code grant needs) are the client service's.
+ * What the client service accepts (it checks every input with these, whoever calls it), and
+ * what the client routes document as their bodies. They refuse unknown members. Rules that
+ * span fields (a public client's grants, the redirect URIs the authorization code grant
+ * needs) are the client service's.
  */
 
 export const MAX_CLIENT_NAME_LENGTH = 64;
@@ -60,7 +62,25 @@ export const UpdateClientBody = Type.Object(
     grants: Type.Optional(ClientGrants),
     rotateSecret: Type.Optional(
       Type.Boolean({
-        description: 'true: a new secret, shown once in the answer; the old one stops working',
+        description:
+          'true: a new secret, shown once in the answer; the one before it is still accepted for ' +
+          '`previousSecretOverlapSeconds`, and a previous one still accepted from an earlier rotation stops',
+      }),
+    ),
+    previousSecretOverlapSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_SECRET_OVERLAP_SECONDS,
+        default: DEFAULT_SECRET_OVERLAP_SECONDS,
+        description:
+          'With `rotateSecret`: how long the secret before the rotation is still accepted, in seconds; ' +
+          '0: it stops now',
+        errorMessage: `Must be a whole number of seconds from 0 to ${MAX_SECRET_OVERLAP_SECONDS}`,
+      }),
+    ),
+    retirePreviousSecret: Type.Optional(
+      Type.Boolean({
+        description: 'true: the secret before the last rotation stops being accepted now',
       }),
     ),
   },

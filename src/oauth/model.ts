@@ -35,6 +35,13 @@ export interface OAuthClient {
    * machine secrets); null for a public client, which has none.
    */
   secretDigest: string | null;
+  /**
+   * After a rotation, the digest of the secret before it, still accepted until
+   * `previousSecretExpiresAt` so that the client's running copies can move to the new one;
+   * both null when there is none. One past its expiry counts as none.
+   */
+  previousSecretDigest: string | null;
+  previousSecretExpiresAt: Date | null;
   /** Which account store the client signs people in to. */
   accountKind: AccountKind;
   /** Where the authorization code grant may send the browser back, compared exactly (RFC 9700 §2.1). */
@@ -46,9 +53,16 @@ export interface OAuthClient {
 }
 
 /** What changes after creation: the name, type and account store of a client stay. */
-export type ClientChanges = Partial<
-  Pick<OAuthClient, 'secretDigest' | 'redirectUris' | 'grants' | 'updatedAt'>
->;
+export const CHANGEABLE_CLIENT_FIELDS = [
+  'secretDigest',
+  'previousSecretDigest',
+  'previousSecretExpiresAt',
+  'redirectUris',
+  'grants',
+  'updatedAt',
+] as const satisfies readonly (keyof OAuthClient)[];
+
+export type ClientChanges = Partial<Pick<OAuthClient, (typeof CHANGEABLE_CLIENT_FIELDS)[number]>>;
 
 export interface ClientStore {
   findByName(name: string): Promise<OAuthClient | null>;

@@ -1,5 +1,11 @@
 import { InvalidScope } from '../errors.ts';
-import type { ScopeStore } from './model.ts';
+import type { Scope, ScopeStore } from './model.ts';
+
+/**
+ * The scope the service registers at its first start (the seed data), the one every token
+ * request names. Scopes are only ever added, and only by the seed.
+ */
+export const API_SCOPE: Readonly<Scope> = { name: 'api', description: 'Access to the API' };
 
 /**
  * RFC 6749 §3.3: a space-delimited list of case-sensitive scope names. Every name must be a

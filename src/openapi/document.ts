@@ -3,8 +3,11 @@ import { stringify } from 'yaml';
 import type { Deprecation } from '../http/headers.ts';
 import { PROBLEM_JSON } from '../http/problem.ts';
 import type { AnyRoute, ResponseSpec } from '../http/route.ts';
+import { AUTHORIZATION_ROUTE } from '../http/routes/authorization-endpoint.ts';
+import { REFRESH_ROUTE, TOKEN_ROUTE } from '../http/routes/token-endpoint.ts';
 import { ProblemSchema, TokenErrorSchema } from '../http/schemas.ts';
 import type { GrantType } from '../oauth/model.ts';
+import { API_SCOPE } from '../oauth/scope.ts';
 import { SchemaRegistry } from './schema-registry.ts';
 
 export type OpenApiDocument = Record<string, unknown> & {
@@ -13,9 +16,6 @@ export type OpenApiDocument = Record<string, unknown> & {
   paths: Record<string, Record<string, Record<string, unknown>>>;
 };
 
-const TOKEN_URL = '/security/generate-token';
-const REFRESH_URL = '/security/refresh-token';
-const AUTHORIZATION_URL = '/security/authorize';
 const TAG_DESCRIPTIONS: Record<string, string> = {
   info: 'About the service',
   security: 'The OAuth 2.0 authorization server (RFC 6749): the token endpoint, the sign-in page',
@@ -26,8 +26,8 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   'oauth-clients': 'The OAuth clients that may ask for tokens, registered by superusers',
 };
 
-/** The scope the service registers (see the seed data); the only valid `scope`. */
-const SCOPES = { api: 'Access to the API' };
+/** The scope the service registers, as an OAuth flow lists scopes. */
+const SCOPES = { [API_SCOPE.name]: API_SCOPE.description };
 
 /** What the document says of the service besides its routes (APP_NAME, APP_VERSION, APP_URL, …). */
 export interface DocumentedService {
@@ -47,7 +47,8 @@ export function buildOpenApiDocument(
   service: DocumentedService,
 ): OpenApiDocument {
   const schemas = new SchemaRegistry();
-  const flows = oauthFlows(service.grants);
+  const endpoints = oauthEndpoints(routes);
+  const flows = oauthFlows(service.grants, endpoints);
   // Either form of the bearer access token; `[]` on an operation says "no credentials needed".
   const security: Record<string, string[]>[] = [
     { bearerAuth: [] },
@@ -98,7 +99,7 @@ export function buildOpenApiDocument(
           type: 'http',
           scheme: 'bearer',
           bearerFormat: 'JWT',
-          description: `The access_token from ${TOKEN_URL} or ${REFRESH_URL}, as "Authorization: Bearer <token>"`,
+          description: `The access_token from ${endpoints.token ?? 'the token endpoint'}${endpoints.refresh ? ` or ${endpoints.refresh}` : ''}, as "Authorization: Bearer <token>"`,
         },
         ...(Object.keys(flows).length > 0
           ? {
@@ -106,7 +107,7 @@ export function buildOpenApiDocument(
                 type: 'oauth2',
                 description:
                   'Authorization code with PKCE S256 (RFC 6749 §4.1, RFC 7636): the browser signs in on ' +
-                  `${AUTHORIZATION_URL} and returns to the client with a code, public clients (a single-page ` +
+                  `${endpoints.authorization ?? 'the authorization endpoint'} and returns to the client with a code, public clients (a single-page ` +
                   'or native app) send only their client_id. Resource owner password credentials (§4.3): the ' +
                   '`admin` client logs in administrators, the `frontend` client users. Refresh tokens rotate ' +
                   'on every use. Client credentials (§4.4): a machine client gets an access token of its ' +
@@ -127,20 +128,40 @@ export function toYaml(document: OpenApiDocument): string {
   return stringify(document, { aliasDuplicateObjects: false, lineWidth: 0 });
 }
 
+/** Where the OAuth endpoints are, as the route table has them; absent when a route is not served. */
+interface OAuthEndpoints {
+  token?: string;
+  refresh?: string;
+  authorization?: string;
+}
+
+function oauthEndpoints(routes: readonly AnyRoute[]): OAuthEndpoints {
+  const pathOf = (name: string) => routes.find((route) => route.name === name)?.path;
+  return {
+    token: pathOf(TOKEN_ROUTE),
+    refresh: pathOf(REFRESH_ROUTE),
+    authorization: pathOf(AUTHORIZATION_ROUTE),
+  };
+}
+
 /** The OAuth 2.0 flows of the enabled grants; the refresh grant refreshes the flows that sign people in. */
-function oauthFlows(enabled: ReadonlySet<GrantType>): Record<string, Record<string, unknown>> {
+function oauthFlows(
+  enabled: ReadonlySet<GrantType>,
+  { token, refresh, authorization }: OAuthEndpoints,
+): Record<string, Record<string, unknown>> {
   const flows: Record<string, Record<string, unknown>> = {};
-  const refresh = enabled.has('refresh_token') ? { refreshUrl: REFRESH_URL } : {};
-  if (enabled.has('authorization_code')) {
+  if (token === undefined) return flows;
+  const refreshUrl = enabled.has('refresh_token') && refresh !== undefined ? { refreshUrl: refresh } : {};
+  if (enabled.has('authorization_code') && authorization !== undefined) {
     flows.authorizationCode = {
-      authorizationUrl: AUTHORIZATION_URL,
-      tokenUrl: TOKEN_URL,
-      ...refresh,
+      authorizationUrl: authorization,
+      tokenUrl: token,
+      ...refreshUrl,
       scopes: SCOPES,
     };
   }
-  if (enabled.has('password')) flows.password = { tokenUrl: TOKEN_URL, ...refresh, scopes: SCOPES };
-  if (enabled.has('client_credentials')) flows.clientCredentials = { tokenUrl: TOKEN_URL, scopes: SCOPES };
+  if (enabled.has('password')) flows.password = { tokenUrl: token, ...refreshUrl, scopes: SCOPES };
+  if (enabled.has('client_credentials')) flows.clientCredentials = { tokenUrl: token, scopes: SCOPES };
   return flows;
 }
 
@@ -270,7 +291,7 @@ function describe(route: AnyRoute, deprecation: Deprecation | undefined): string
   return lines.join('\n');
 }
 
-/** polka's `/users/:id` is OpenAPI's `/users/{id}`. */
+/** The router's `/users/:id` is OpenAPI's `/users/{id}`. */
 export function openApiPath(path: string): string {
   return path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 }

@@ -137,6 +137,7 @@ for (const backend of backends()) {
       const tokens = await userLogin(server.url, identity);
       const response = await request(server.url, 'DELETE', '/users/my-account', {
         token: tokens.access_token,
+        json: { currentPassword: PASSWORD },
       });
       assert.equal(response.status, 204);
       const after = await request(server.url, 'GET', '/users/my-account', { token: tokens.access_token });
@@ -152,6 +153,42 @@ for (const backend of backends()) {
         json: { identity, password: PASSWORD, passwordConfirm: PASSWORD },
       });
       assert.equal(again.status, 201);
+    });
+  });
+
+  describe(`deleting one's own user account needs the password (${backend})`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startTestServer({ backend });
+    });
+    after(() => server.close());
+
+    test('without currentPassword, or with a wrong one, DELETE is 400 and the account stays as it was', async () => {
+      const identity = 'keeping@example.com';
+      const account = await storeAccount(server.app.stores.users, (p) => server.app.passwords.hash(p), {
+        identity,
+      });
+      const tokens = await userLogin(server.url, identity);
+      const remove = (options: { json?: unknown; raw?: string }) =>
+        request(server.url, 'DELETE', '/users/my-account', { token: tokens.access_token, ...options });
+      const noBody = await remove({});
+      assert.equal(noBody.status, 400);
+      assert.equal(noBody.headers.get('content-type'), 'application/problem+json');
+      for (const json of [{}, { currentPassword: '' }]) {
+        const missing = await remove({ json });
+        assert.equal(missing.status, 400, JSON.stringify(json));
+        assert.deepEqual(Object.keys(missing.body.errors as object), ['currentPassword']);
+      }
+      const wrong = await remove({ json: { currentPassword: 'not the password' } });
+      assert.equal(wrong.status, 400);
+      assert.equal(wrong.headers.get('content-type'), 'application/problem+json');
+      assert.deepEqual(wrong.body.errors, { currentPassword: ['Is not the current password'] });
+
+      assert.deepEqual(await server.app.stores.users.findById(account.id), account, 'nothing changed');
+      const own = await request(server.url, 'GET', '/users/my-account', { token: tokens.access_token });
+      assert.equal(own.status, 200, 'the session goes on');
+      assert.equal((await refreshGrant(server.url, FRONTEND_CLIENT, tokens.refresh_token)).status, 200);
+      assert.ok(await canUserLogin(server.url, identity));
     });
   });
 

@@ -174,7 +174,20 @@ const CASES: Case[] = [
   {
     route: 'DELETE /users/my-account',
     path: () => '/users/my-account',
+    body: () => ({ currentPassword: PASSWORD }),
     expect: USER_ONLY(204),
+  },
+  {
+    route: 'POST /users/my-account/identity',
+    path: () => '/users/my-account/identity',
+    body: () => ({ identity: unique(), currentPassword: PASSWORD }),
+    expect: USER_ONLY(202),
+  },
+  {
+    route: 'PATCH /account/change-identity/{hash}',
+    path: () => `/account/change-identity/${HASH}`,
+    body: () => ({ currentPassword: PASSWORD }),
+    expect: ALL(404),
   },
   {
     route: 'GET /users',

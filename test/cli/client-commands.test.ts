@@ -13,23 +13,8 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<CliResul
 
 const SPA = ['--name', 'spa', '--type', 'public', '--redirect-uri', SPA_REDIRECT];
 
-describe('client commands: refusals (no database needed)', () => {
+describe('client commands: refusals before any database', () => {
   const cases: [string, string[], RegExp][] = [
-    [
-      'a name with a space',
-      ['client:create', '--name', 'my app', '--type', 'public', '--grant', 'refresh_token'],
-      /^error: --name: /,
-    ],
-    [
-      'an unknown grant',
-      'client:create --name a --type public --grant implicit'.split(' '),
-      /^error: --grant: /,
-    ],
-    [
-      'an unknown type',
-      'client:create --name a --type trusted --grant password'.split(' '),
-      /^error: option '--type <type>' argument 'trusted' is invalid/,
-    ],
     [
       'no grant',
       'client:create --name a --type public'.split(' '),
@@ -41,7 +26,35 @@ describe('client commands: refusals (no database needed)', () => {
       /^error: MONGODB_URL is not set/,
     ],
     ['client:list without MONGODB_URL', ['client:list'], /^error: MONGODB_URL is not set/],
+    ['client:show without MONGODB_URL', ['client:show', 'spa'], /^error: MONGODB_URL is not set/],
+    [
+      'client:rotate-secret without MONGODB_URL',
+      ['client:rotate-secret', 'm2m'],
+      /^error: MONGODB_URL is not set/,
+    ],
+    [
+      'client:retire-secret without MONGODB_URL',
+      ['client:retire-secret', 'm2m'],
+      /^error: MONGODB_URL is not set/,
+    ],
     ['client:delete without a name', ['client:delete'], /^error: missing required argument 'name'/],
+    ['client:show without a name', ['client:show'], /^error: missing required argument 'name'/],
+    [
+      'client:rotate-secret without a name',
+      ['client:rotate-secret'],
+      /^error: missing required argument 'name'/,
+    ],
+    [
+      'client:retire-secret without a name',
+      ['client:retire-secret'],
+      /^error: missing required argument 'name'/,
+    ],
+    ['client:update with nothing to change', ['client:update', 'spa'], /^error: nothing to change/],
+    [
+      'client:update with redirect URIs and none at once',
+      ['client:update', 'spa', '--redirect-uri', SPA_REDIRECT, '--no-redirect-uris'],
+      /^error: option '--no-redirect-uris' cannot be used with option '--redirect-uri <uri>'/,
+    ],
   ];
   for (const [name, args, message] of cases) {
     test(`${name}: exit 1 with one line on stderr`, async () => {
@@ -74,6 +87,7 @@ describe('client commands against MongoDB', () => {
         accounts: 'user',
         grants: ['authorization_code', 'refresh_token'],
         redirectUris: [SPA_REDIRECT],
+        previousSecretExpiresAt: null,
         createdAt: 0,
         updatedAt: 0,
       },
@@ -121,11 +135,11 @@ describe('client commands against MongoDB', () => {
     const table = await cli(['client:list'], env);
     assert.equal(table.code, 0, table.stderr);
     const lines = table.stdout.trim().split('\n');
-    assert.match(lines[0] ?? '', /^NAME +TYPE +ACCOUNTS +GRANTS +REDIRECT URIS$/);
-    assert.match(lines[1] ?? '', /^machine +confidential +user +client_credentials +-$/);
+    assert.match(lines[0] ?? '', /^NAME +TYPE +ACCOUNTS +GRANTS +PREVIOUS SECRET UNTIL +REDIRECT URIS$/);
+    assert.match(lines[1] ?? '', /^machine +confidential +user +client_credentials +- +-$/);
     assert.match(
       lines[2] ?? '',
-      new RegExp(`^spa +public +user +authorization_code,refresh_token +${SPA_REDIRECT}$`),
+      new RegExp(`^spa +public +user +authorization_code,refresh_token +- +${SPA_REDIRECT}$`),
     );
     assert.ok(!table.stdout.includes(secret), 'the secret is never listed');
     const json = JSON.parse((await cli(['client:list', '--json'], env)).stdout) as { name: string }[];
@@ -163,6 +177,214 @@ describe('client commands against MongoDB', () => {
     const missing = await cli(['client:delete', 'spa'], env);
     assert.ok(isOneLineFailure(missing), JSON.stringify(missing));
     assert.match(missing.stderr, /^error: No such client/);
+  });
+
+  test("the client service's refusals name the options, and nothing is stored", async (t) => {
+    const base = mongo.base();
+    if (mongo.skip() || !base) return t.skip(String(mongo.skip()));
+    const env = { MONGODB_URL: isolatedMongoUrl(base) };
+    const m2m = await cli(
+      ['client:create', '--name', 'm2m', '--type', 'confidential', '--grant', 'client_credentials'],
+      env,
+    );
+    assert.equal(m2m.code, 0, m2m.stderr);
+    const spa = await cli(['client:create', ...SPA, '--grant', 'authorization_code'], env);
+    assert.equal(spa.code, 0, spa.stderr);
+    const cases: [string, string[], RegExp][] = [
+      [
+        'a name with a space',
+        ['client:create', '--name', 'my app', '--type', 'public', '--grant', 'refresh_token'],
+        /^error: --name: /,
+      ],
+      [
+        'an unknown grant',
+        'client:create --name a --type public --grant implicit'.split(' '),
+        /^error: --grant: /,
+      ],
+      [
+        'an unknown type',
+        'client:create --name a --type trusted --grant password'.split(' '),
+        /^error: --type: Must be confidential or public/,
+      ],
+      [
+        'another account store',
+        'client:create --name a --type public --grant refresh_token --accounts robots'.split(' '),
+        /^error: --accounts: Must be user or admin/,
+      ],
+      ['an unknown grant in an update', 'client:update m2m --grant implicit'.split(' '), /^error: --grant: /],
+      [
+        'an update a public client cannot have',
+        'client:update spa --grant password'.split(' '),
+        /^error: --grant: A public client has no secret/,
+      ],
+      [
+        'the code grant left without redirect URIs',
+        'client:update spa --no-redirect-uris'.split(' '),
+        /^error: --redirect-uri: The authorization_code grant needs at least one/,
+      ],
+      [
+        'an overlap past the longest',
+        'client:rotate-secret m2m --overlap 604801'.split(' '),
+        /^error: --overlap: Must be a whole number of seconds from 0 to 604800/,
+      ],
+      [
+        'an overlap that is no number',
+        'client:rotate-secret m2m --overlap 1h'.split(' '),
+        /^error: --overlap: Must be a whole number of seconds from 0 to 604800/,
+      ],
+      [
+        'the secret of a public client',
+        'client:rotate-secret spa'.split(' '),
+        /^error: client:rotate-secret: A public client has no secret/,
+      ],
+      [
+        'retiring the secret of a public client',
+        'client:retire-secret spa'.split(' '),
+        /^error: client:retire-secret: A public client has no secret/,
+      ],
+      ['an unknown client', 'client:rotate-secret nobody'.split(' '), /^error: No such client/],
+      [
+        'an unknown client to update',
+        'client:update nobody --grant password'.split(' '),
+        /^error: No such client/,
+      ],
+    ];
+    const before = (await cli(['client:list', '--json'], env)).stdout;
+    for (const [name, args, message] of cases) {
+      const result = await cli(args, env);
+      assert.ok(isOneLineFailure(result), `${name}: ${JSON.stringify(result)}`);
+      assert.match(result.stderr, message, name);
+    }
+    assert.equal((await cli(['client:list', '--json'], env)).stdout, before, 'nothing changed');
+  });
+
+  test('show, update, rotate-secret, retire-secret: what /oauth-clients can do, at the command line', async (t) => {
+    const base = mongo.base();
+    if (mongo.skip() || !base) return t.skip(String(mongo.skip()));
+    const env = { MONGODB_URL: isolatedMongoUrl(base) };
+    const json = async (args: string[]) => {
+      const result = await cli(args, env);
+      assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
+      return JSON.parse(result.stdout) as Record<string, unknown>;
+    };
+    const created = await json(['client:create', ...SPA, '--grant', 'authorization_code']);
+    assert.deepEqual(await json(['client:show', 'spa']), created);
+
+    const other = 'https://app.example.test/other';
+    const changed = await json([
+      'client:update',
+      'spa',
+      '--redirect-uri',
+      other,
+      '--redirect-uri',
+      SPA_REDIRECT,
+    ]);
+    assert.deepEqual(changed.redirectUris, [other, SPA_REDIRECT]);
+    assert.deepEqual(changed.grants, ['authorization_code'], 'grants not given stay');
+    const regranted = await json(['client:update', 'spa', '--grant', 'refresh_token']);
+    assert.deepEqual(regranted.grants, ['refresh_token']);
+    const cleared = await json(['client:update', 'spa', '--no-redirect-uris']);
+    assert.deepEqual(cleared.redirectUris, []);
+    assert.deepEqual(await json(['client:show', 'spa']), cleared);
+
+    const machine = await json([
+      'client:create',
+      '--name',
+      'machine',
+      '--type',
+      'confidential',
+      '--grant',
+      'client_credentials',
+    ]);
+    const first = String(machine.secret);
+    const before = Date.now();
+    const rotated = await json(['client:rotate-secret', 'machine', '--overlap', '600']);
+    const second = String(rotated.secret);
+    assert.match(second, /^[A-Za-z0-9_-]{43}$/);
+    assert.notEqual(second, first);
+    const until = Date.parse(String(rotated.previousSecretExpiresAt));
+    assert.ok(until >= before + 600_000 && until <= Date.now() + 600_000);
+    const shown = await json(['client:show', 'machine']);
+    assert.equal(shown.secret, undefined, 'the secret is printed once');
+    assert.equal(shown.previousSecretExpiresAt, rotated.previousSecretExpiresAt);
+    const table = await cli(['client:list'], env);
+    assert.match(
+      table.stdout,
+      new RegExp(
+        `^machine +confidential +user +client_credentials +${shown.previousSecretExpiresAt} +-$`,
+        'm',
+      ),
+    );
+    assert.ok(![first, second].some((secret) => table.stdout.includes(secret)));
+
+    const server = await startTestServer({ env });
+    try {
+      const accepts = async (secret: string) =>
+        (
+          await request(server.url, 'POST', '/security/generate-token', {
+            form: {
+              grant_type: 'client_credentials',
+              scope: 'api',
+              client_id: 'machine',
+              client_secret: secret,
+            },
+          })
+        ).status === 200;
+      assert.equal(await accepts(first), true, 'the secret before the rotation, during the overlap');
+      assert.equal(await accepts(second), true);
+
+      const retired = await json(['client:retire-secret', 'machine']);
+      assert.equal(retired.previousSecretExpiresAt, null);
+      assert.equal(retired.secret, undefined);
+      assert.equal(await accepts(first), false);
+      assert.equal(await accepts(second), true);
+
+      const defaulted = await json(['client:rotate-secret', 'machine']);
+      const byDefault =
+        Date.parse(String(defaulted.previousSecretExpiresAt)) - Date.parse(String(defaulted.updatedAt));
+      assert.equal(byDefault, 24 * 60 * 60 * 1000, 'a day unless --overlap says otherwise');
+      const now = await json(['client:rotate-secret', 'machine', '--overlap', '0']);
+      assert.equal(now.previousSecretExpiresAt, null);
+      assert.equal(await accepts(String(defaulted.secret)), false, '--overlap 0: the one before stops now');
+      assert.equal(await accepts(String(now.secret)), true);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('the last client that signs administrators in keeps its sign-in grants at the command line too', async (t) => {
+    const base = mongo.base();
+    if (mongo.skip() || !base) return t.skip(String(mongo.skip()));
+    const env = { MONGODB_URL: isolatedMongoUrl(base) };
+    assert.equal((await cli(['seed'], env)).code, 0);
+    const narrowed = await cli(['client:update', 'admin', '--grant', 'client_credentials'], env);
+    assert.ok(isOneLineFailure(narrowed), JSON.stringify(narrowed));
+    assert.match(
+      narrowed.stderr,
+      /^error: The last client that signs administrators in cannot be deleted or lose that grant/,
+    );
+    const shown = JSON.parse((await cli(['client:show', 'admin'], env)).stdout) as { grants: string[] };
+    assert.deepEqual(shown.grants, ['password', 'refresh_token', 'client_credentials']);
+
+    const console = await cli(
+      [
+        'client:create',
+        '--name',
+        'console',
+        '--type',
+        'confidential',
+        '--accounts',
+        'admin',
+        '--grant',
+        'password',
+      ],
+      env,
+    );
+    assert.equal(console.code, 0, console.stderr);
+    const allowed = await cli(['client:update', 'admin', '--grant', 'client_credentials'], env);
+    assert.equal(allowed.code, 0, allowed.stderr);
+    const last = await cli(['client:update', 'console', '--grant', 'client_credentials'], env);
+    assert.match(last.stderr, /^error: The last client that signs administrators in/);
   });
 
   test('while the nodes cache, a command that writes needs REDIS_URL; one that reads does not', async (t) => {

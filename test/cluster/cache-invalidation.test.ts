@@ -130,7 +130,7 @@ describe('caches on two nodes', { skip: skipReal }, () => {
     });
   }
 
-  test(`a client secret rotated at one node is refused at the other within ${PROMISE_MS} ms`, async () => {
+  test(`a client secret rotated without overlap at one node is refused at the other within ${PROMISE_MS} ms`, async () => {
     const name = uniqueName('svc');
     const created = await request(first.url, 'POST', '/oauth-clients', {
       token: admin,
@@ -145,10 +145,45 @@ describe('caches on two nodes', { skip: skipReal }, () => {
     for (let round = 0; round < 3; round++) assert.equal((await grant(second)).status, 200);
     const rotated = await request(first.url, 'PATCH', `/oauth-clients/${name}`, {
       token: admin,
-      json: { rotateSecret: true },
+      json: { rotateSecret: true, previousSecretOverlapSeconds: 0 },
     });
     assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
     await refusedWithinPromise(async () => (await grant(second)).status === 401);
+  });
+
+  test(`a secret the command line rotates works at every node within ${PROMISE_MS} ms, and the old one until it retires it`, async () => {
+    const name = uniqueName('svc');
+    const created = await request(first.url, 'POST', '/oauth-clients', {
+      token: admin,
+      json: { name, type: 'confidential', accounts: 'user', grants: ['client_credentials'] },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const grant = async (secret: string) =>
+      (
+        await request(second.url, 'POST', '/security/generate-token', {
+          json: { grant_type: 'client_credentials', scope: 'api', client_id: name, client_secret: secret },
+        })
+      ).status;
+    const old = String(created.body.secret);
+    for (let round = 0; round < 3; round++) assert.equal(await grant(old), 200);
+    const cli = (args: string[], env: Record<string, string> = { REDIS_URL: redis.url }) =>
+      runCli(args, { cwd: root, env: { MONGODB_URL: mongodbUrl, BCRYPT_COST: '4', ...env } });
+
+    const rotated = await cli(['client:rotate-secret', name, '--overlap', '600']);
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const renewed = String((JSON.parse(rotated.stdout) as { secret: string }).secret);
+    await refusedWithinPromise(async () => (await grant(renewed)) === 200);
+    assert.equal(await grant(old), 200, 'the old secret during the overlap');
+
+    const unheard = await cli(['client:retire-secret', name], {});
+    assert.ok(isOneLineFailure(unheard), JSON.stringify(unheard));
+    assert.match(unheard.stderr, /REDIS_URL/);
+    assert.equal(await grant(old), 200, 'the refused command changed nothing');
+
+    const retired = await cli(['client:retire-secret', name]);
+    assert.equal(retired.code, 0, retired.stderr);
+    await refusedWithinPromise(async () => (await grant(old)) === 401);
+    assert.equal(await grant(renewed), 200);
   });
 
   test(`a client the command line deletes is refused at every node within ${PROMISE_MS} ms: without REDIS_URL it refuses to`, async () => {

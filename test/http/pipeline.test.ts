@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError } from '../../src/config/config.ts';
 import { configFile } from '../support/config-file.ts';
-import { FRONTEND_CLIENT, request, SEEDED_USER } from '../support/http.ts';
+import { FRONTEND_CLIENT, passwordGrant, request, SEEDED_USER } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const SECURITY_HEADERS = {
@@ -71,6 +71,22 @@ describe('HTTP pipeline', () => {
     assert.equal(head.status, 200);
     const deleteHome = await request(server.url, 'DELETE', '/');
     assert.equal(deleteHome.headers.get('allow'), 'GET, HEAD');
+  });
+
+  test('paths match regardless of case or a trailing slash; parameters arrive percent-decoded', async () => {
+    const { access_token: token } = await passwordGrant(server.url, FRONTEND_CLIENT, SEEDED_USER);
+    const own = await request(server.url, 'GET', '/users/my-account', { token });
+    assert.equal(own.status, 200);
+    const id = String(own.body.id);
+    // The first route of the table that matches wins: `my-account` is no id.
+    for (const path of ['/USERS/My-Account', '/users/my-account/']) {
+      assert.equal((await request(server.url, 'GET', path, { token })).body.id, id, path);
+    }
+    const escaped = `%${id.charCodeAt(0).toString(16)}${id.slice(1)}`;
+    assert.equal((await request(server.url, 'GET', `/users/${escaped}`, { token })).body.id, id);
+    // A malformed escape is an id like any other that names no account, never a 500.
+    const malformed = await request(server.url, 'GET', '/users/%E0%A4%A', { token });
+    assert.equal(malformed.status, 404);
   });
 
   test('malformed JSON is 400, a wrong content type 415, an oversized body 413', async () => {

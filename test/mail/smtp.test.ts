@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
-import { canUserLogin, PASSWORD, storeAccount } from '../accounts/fixtures.ts';
+import { canUserLogin, PASSWORD, storeAccount, userLogin } from '../accounts/fixtures.ts';
 import { freePort } from '../support/backends.ts';
-import { request } from '../support/http.ts';
+import { request, SEEDED_USER } from '../support/http.ts';
 import { backends, startTestServer, type TestServer } from '../support/server.ts';
 import { lastMailTo, linkIn, recipients, startSmtpServer, type TestSmtpServer } from '../support/smtp.ts';
 
@@ -23,6 +23,7 @@ for (const backend of backends()) {
     });
     afterEach(() => {
       smtp.refuse = 'none';
+      smtp.refuseRecipients.clear();
     });
 
     const register = (identity: string) =>
@@ -121,6 +122,52 @@ for (const backend of backends()) {
         404,
       );
       assert.equal((await server.app.stores.users.findByIdentity(identity))?.status, 'pending');
+    });
+
+    /** A user signed in, asking to move to `moved`. */
+    async function changeOfAddress(old: string, moved: string) {
+      const account = await storeAccount(server.app.stores.users, (p) => server.app.passwords.hash(p), {
+        identity: old,
+      });
+      const { access_token } = await userLogin(server.url, old);
+      const ask = (identity = moved) =>
+        request(server.url, 'POST', '/users/my-account/identity', {
+          token: access_token,
+          json: { identity, currentPassword: PASSWORD },
+        });
+      return { account, ask };
+    }
+
+    test('a change of address whose link cannot be sent: 503, no usable link, nothing changed', async () => {
+      const moved = 'moved-refused@example.com';
+      const { account, ask } = await changeOfAddress('moving-refused@example.com', moved);
+      smtp.refuse = 'data';
+      const failed = await ask();
+      assert.equal(failed.status, 503);
+      assert.equal(failed.headers.get('content-type'), 'application/problem+json');
+      const link = linkIn(lastMailTo(smtp.refused, moved).parsed, '/account/change-identity/');
+      const used = await request(server.url, 'PATCH', link.path, { json: { currentPassword: PASSWORD } });
+      assert.equal(used.status, 404);
+      assert.deepEqual(await server.app.stores.users.findById(account.id), account);
+      // An address with an account gets a message instead of the link: its failure is a 503 too.
+      assert.equal((await ask(SEEDED_USER.username)).status, 503);
+      smtp.refuse = 'none';
+      assert.equal((await ask()).status, 202, 'the same request can be retried');
+    });
+
+    test('a change of address whose notice to the old address fails: 503, and the delivered link changes nothing', async () => {
+      const old = 'moving-notice@example.com';
+      const moved = 'moved-notice@example.com';
+      const { account, ask } = await changeOfAddress(old, moved);
+      smtp.refuseRecipients.add(old);
+      assert.equal((await ask()).status, 503);
+      const delivered = linkIn(lastMailTo(smtp.received, moved).parsed, '/account/change-identity/');
+      const used = await request(server.url, 'PATCH', delivered.path, {
+        json: { currentPassword: PASSWORD },
+      });
+      assert.equal(used.status, 404, 'no change of address without the notice to the old address');
+      assert.deepEqual(await server.app.stores.users.findById(account.id), account);
+      assert.ok(await canUserLogin(server.url, old));
     });
 
     test('the identity reminder arrives with the identity in both parts', async () => {

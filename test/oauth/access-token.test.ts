@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHmac, generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { SignJWT } from 'jose';
+import { jwtVerify, SignJWT } from 'jose';
 import { thumbprint } from '../../src/oauth/key-ring-store.ts';
 import { openKeyRingStore } from '../../src/services.ts';
 import { decodeJwtPart, FRONTEND_CLIENT, passwordGrant, request, SEEDED_USER } from '../support/http.ts';
@@ -33,6 +33,33 @@ describe('access tokens on a protected route', () => {
 
   test('a valid token reads the account', async () => {
     assert.equal((await read(token)).status, 200);
+  });
+
+  test('the token is the compact JWS of exactly the RFC 9068 header and claims, signed by the current key', async () => {
+    const [current] = (await openKeyRingStore(server.keysDir).read()).signing;
+    assert.deepEqual(decodeJwtPart(token, 0), { alg: 'RS256', typ: 'at+jwt', kid: current.kid });
+    assert.deepEqual(Object.keys(claims), [
+      'client_id',
+      'client_rid',
+      'scope',
+      'kind',
+      'cst',
+      'iss',
+      'aud',
+      'sub',
+      'jti',
+      'iat',
+      'exp',
+    ]);
+    const { payload } = await jwtVerify(token, current.publicKey, {
+      algorithms: ['RS256'],
+      typ: 'at+jwt',
+      issuer: 'http://localhost:8080',
+      audience: 'http://localhost:8080',
+    });
+    assert.deepEqual(payload, claims);
+    assert.match(String(claims.jti), /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    assert.ok(Math.abs(Number(claims.iat) - Date.now() / 1000) < 60);
   });
 
   test('a token signed with another key under our kid is refused', async () => {
@@ -72,6 +99,19 @@ describe('access tokens on a protected route', () => {
       .setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: current.kid })
       .sign(current.privateKey);
     assertInvalidToken(await read(jwt), /typ/);
+  });
+
+  test('a token of another issuer or for another audience is refused, even signed with our key', async () => {
+    const [current] = (await openKeyRingStore(server.keysDir).read()).signing;
+    for (const [claim, value] of [
+      ['iss', 'https://elsewhere.example'],
+      ['aud', 'https://elsewhere.example'],
+    ] as const) {
+      const jwt = await new SignJWT({ ...claims, [claim]: value })
+        .setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid: current.kid })
+        .sign(current.privateKey);
+      assertInvalidToken(await read(jwt), new RegExp(`${claim} claim`));
+    }
   });
 
   test('a tampered payload is refused', async () => {
@@ -136,6 +176,22 @@ describe('access token lifetime', () => {
 });
 
 describe('signing algorithm', () => {
+  for (const algorithm of ['RS384', 'RS512', 'PS256', 'PS384', 'PS512']) {
+    test(`${algorithm} tokens verify with a standard JOSE library and on the service`, async () => {
+      const server = await startTestServer({ env: { ACCESS_TOKEN_ALG: algorithm } });
+      try {
+        const { access_token: token } = await passwordGrant(server.url, FRONTEND_CLIENT, SEEDED_USER);
+        const [current] = (await openKeyRingStore(server.keysDir).read()).signing;
+        assert.deepEqual(decodeJwtPart(token, 0), { alg: algorithm, typ: 'at+jwt', kid: current.kid });
+        await jwtVerify(token, current.publicKey, { algorithms: [algorithm], typ: 'at+jwt' });
+        const response = await request(server.url, 'GET', `/users/${decodeJwtPart(token, 1).sub}`, { token });
+        assert.equal(response.status, 200);
+      } finally {
+        await server.close();
+      }
+    });
+  }
+
   test('ACCESS_TOKEN_ALG selects the algorithm, and verification pins it', async () => {
     const ps = await startTestServer({ env: { ACCESS_TOKEN_ALG: 'PS256' } });
     const rs = await startTestServer({ env: { ACCESS_TOKEN_ALG: 'RS256' }, keysDir: ps.keysDir });

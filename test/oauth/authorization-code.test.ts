@@ -261,6 +261,8 @@ for (const backend of backends())
           name,
           type: 'public',
           secretDigest: null,
+          previousSecretDigest: null,
+          previousSecretExpiresAt: null,
           accountKind: 'user',
           redirectUris: [uri],
           grants: ['authorization_code'],

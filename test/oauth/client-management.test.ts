@@ -47,6 +47,7 @@ for (const backend of backends())
         accounts: 'user',
         grants: ['authorization_code', 'refresh_token'],
         redirectUris: [SPA_REDIRECT],
+        previousSecretExpiresAt: null,
         _links: { self: { href: `/oauth-clients/${name}` } },
       });
       assert.equal(createdAt, updatedAt);
@@ -93,16 +94,20 @@ for (const backend of backends())
         accounts: 'user',
         grants: ['password', 'refresh_token', 'client_credentials'],
         redirectUris: [],
+        previousSecretExpiresAt: null,
         createdAt: 0,
         updatedAt: 0,
         _links: { self: { href: '/oauth-clients/frontend' } },
       });
     });
 
-    test('rotateSecret gives a new secret once; the old one stops working', async () => {
+    test('rotateSecret without an overlap gives a new secret once; the old one stops working', async () => {
       const name = unique('rotating');
       const created = await confidential(name, ['client_credentials']);
-      const rotated = await call('PATCH', `/oauth-clients/${name}`, { rotateSecret: true });
+      const rotated = await call('PATCH', `/oauth-clients/${name}`, {
+        rotateSecret: true,
+        previousSecretOverlapSeconds: 0,
+      });
       assert.equal(rotated.status, 200);
       assert.equal(rotated.headers.get('cache-control'), 'no-store');
       assert.notEqual(rotated.body.secret, created.body.secret);
@@ -117,6 +122,7 @@ for (const backend of backends())
         });
       assert.equal((await grant(created.body.secret)).status, 401);
       assert.equal((await grant(rotated.body.secret)).status, 200);
+      assert.equal(rotated.body.previousSecretExpiresAt, null);
       const unchanged = await call('PATCH', `/oauth-clients/${name}`, {});
       assert.equal(unchanged.body.secret, undefined);
     });

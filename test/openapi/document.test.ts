@@ -13,6 +13,7 @@ import type { Config } from '../../src/config/config.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import type { AnyRoute } from '../../src/http/route.ts';
 import { routeTable } from '../../src/http/routes/index.ts';
+import { API_SCOPE } from '../../src/oauth/scope.ts';
 import { buildOpenApiDocument, openApiPath, toYaml } from '../../src/openapi/document.ts';
 import { SchemaRegistry } from '../../src/openapi/schema-registry.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
@@ -340,6 +341,43 @@ describe('OpenAPI document', () => {
     const noFlow = withGrants('refresh_token');
     assert.equal(noFlow.components.securitySchemes.oauth2, undefined, 'no flow, no oauth2 scheme');
     assert.deepEqual(noFlow.paths['/users'].get.security, [{ bearerAuth: [] }]);
+  });
+
+  test('the OAuth flows take their URLs from the route table, and their scopes from the seeded scope', () => {
+    const moved: Record<string, string> = {
+      'security::generate-token': '/oauth/token',
+      'security::refresh-token': '/oauth/refresh',
+      'security::authorize': '/oauth/authorize',
+    };
+    const table = routes.map((route) => ({ ...route, path: moved[route.name] ?? route.path }));
+    const { securitySchemes } = (buildOpenApiDocument(table, config) as Json).components;
+    assert.deepEqual(securitySchemes.oauth2.flows.authorizationCode, {
+      authorizationUrl: '/oauth/authorize',
+      tokenUrl: '/oauth/token',
+      refreshUrl: '/oauth/refresh',
+      scopes: { [API_SCOPE.name]: API_SCOPE.description },
+    });
+    assert.equal(securitySchemes.oauth2.flows.clientCredentials.tokenUrl, '/oauth/token');
+    assert.match(securitySchemes.bearerAuth.description, /\/oauth\/token or \/oauth\/refresh/);
+    assert.match(securitySchemes.oauth2.description, /signs in on \/oauth\/authorize/);
+  });
+
+  test('an OAuth client documents until when its previous secret works; a rotation, its overlap', () => {
+    const client = document.components.schemas.OAuthClient;
+    assert.deepEqual(client.properties.previousSecretExpiresAt.anyOf, [
+      { type: 'string', format: 'date-time' },
+      { type: 'null' },
+    ]);
+    assert.ok(client.required.includes('previousSecretExpiresAt'));
+    const update =
+      document.paths['/oauth-clients/{name}'].patch.requestBody.content['application/json'].schema;
+    const body = update.$ref ? document.components.schemas[update.$ref.split('/').pop()] : update;
+    assert.deepEqual(
+      { ...body.properties.previousSecretOverlapSeconds, description: undefined },
+      { type: 'integer', minimum: 0, maximum: 604800, default: 86400, description: undefined },
+    );
+    assert.equal(body.properties.retirePreviousSecret.type, 'boolean');
+    assert.equal(body.properties.rotateSecret.type, 'boolean');
   });
 
   test("the token endpoint's summary names every enabled grant", () => {

@@ -103,6 +103,7 @@ for (const backend of backends())
     /** Accounts and tokens the cases use; filled in before the cases run. */
     const given = {
       spa: '',
+      machine: '',
       signInForm: '',
       superuser: '',
       superuserId: '',
@@ -133,7 +134,10 @@ for (const backend of backends())
     }
 
     /** The hash of the last link of `kind` mailed to `identity`. */
-    async function mailedHash(identity: string, kind: '/account/activate/' | '/account/reset-password/') {
+    async function mailedHash(
+      identity: string,
+      kind: '/account/activate/' | '/account/reset-password/' | '/account/change-identity/',
+    ) {
       return linkIn(lastMailTo(await readMailDir(server.logDir), identity).parsed, kind).hash;
     }
 
@@ -141,6 +145,19 @@ for (const backend of backends())
       const { identity } = await newUser();
       await expectStatus(call('POST /account/reset-password', { json: { email: identity } }), 200);
       return mailedHash(identity, '/account/reset-password/');
+    }
+
+    /** A fresh user's change of address link to `identity`. */
+    async function changeIdentityHash(identity: string): Promise<string> {
+      const { access_token } = await userLogin(server.url, (await newUser()).identity);
+      await expectStatus(
+        call('POST /users/my-account/identity', {
+          token: access_token,
+          json: { identity, currentPassword: PASSWORD },
+        }),
+        202,
+      );
+      return mailedHash(identity, '/account/change-identity/');
     }
 
     async function expectStatus(step: Call, status: number): Promise<void> {
@@ -229,7 +246,12 @@ for (const backend of backends())
         404: () => call('GET /oauth-clients/nobody', { token: given.superuser }),
       },
       'oauth-client::update': {
-        reach: () => call(`PATCH /oauth-clients/${given.spa}`, { token: given.superuser, json: {} }),
+        // A rotation with an overlap: the answer has the new secret and until when the old one works.
+        reach: () =>
+          call(`PATCH /oauth-clients/${given.machine}`, {
+            token: given.superuser,
+            json: { rotateSecret: true, previousSecretOverlapSeconds: 600 },
+          }),
         400: () =>
           call(`PATCH /oauth-clients/${given.spa}`, { token: given.superuser, json: { rotateSecret: true } }),
         404: () => call('PATCH /oauth-clients/nobody', { token: given.superuser, json: {} }),
@@ -309,10 +331,40 @@ for (const backend of backends())
         400: () => call('PATCH /users/my-account', { token: given.user, json: { status: 'active' } }),
       },
       'user::delete-own': {
-        reach: () => call('DELETE /users/my-account', { token: given.user }),
+        // A wrong password: were it ever to reach the service, it would delete nothing.
+        reach: () =>
+          call('DELETE /users/my-account', { token: given.user, json: { currentPassword: 'not it' } }),
         204: async () => {
           const { access_token } = await userLogin(server.url, (await newUser()).identity);
-          return call('DELETE /users/my-account', { token: access_token });
+          return call('DELETE /users/my-account', {
+            token: access_token,
+            json: { currentPassword: PASSWORD },
+          });
+        },
+        400: () => call('DELETE /users/my-account', { token: given.user, json: {} }),
+      },
+      'user::change-identity-own': {
+        reach: () =>
+          call('POST /users/my-account/identity', {
+            token: given.user,
+            json: { identity: `${unique('moved')}@example.com`, currentPassword: PASSWORD },
+          }),
+        400: () => call('POST /users/my-account/identity', { token: given.user, json: {} }),
+      },
+      'account::change-identity': {
+        reach: () =>
+          call(`PATCH /account/change-identity/${UNKNOWN_HASH}`, { json: { currentPassword: PASSWORD } }),
+        200: async () => {
+          const hash = await changeIdentityHash(`${unique('moved')}@example.com`);
+          return call(`PATCH /account/change-identity/${hash}`, { json: { currentPassword: PASSWORD } });
+        },
+        400: () => call(`PATCH /account/change-identity/${UNKNOWN_HASH}`, { json: {} }),
+        // The address was given to another account after the link was mailed.
+        409: async () => {
+          const identity = `${unique('taken')}@example.com`;
+          const hash = await changeIdentityHash(identity);
+          await storeAccount(server.app.stores.users, (p) => server.app.passwords.hash(p), { identity });
+          return call(`PATCH /account/change-identity/${hash}`, { json: { currentPassword: PASSWORD } });
         },
       },
       'user::list': {
@@ -430,6 +482,7 @@ for (const backend of backends())
       switch (status) {
         case 200:
         case 201:
+        case 202:
         case 204:
         case 404:
           return reach;
@@ -470,6 +523,19 @@ for (const backend of backends())
         await adminLogin(server.url, SEEDED_ADMIN.username, SEEDED_ADMIN.password)
       ).access_token;
       given.spa = (await registerClient(server.url, given.superuser, { ...publicClient, name: 'spa' })).name;
+      given.machine = 'machine';
+      await expectStatus(
+        call('POST /oauth-clients', {
+          token: given.superuser,
+          json: {
+            name: given.machine,
+            type: 'confidential',
+            grants: ['client_credentials'],
+            accounts: 'user',
+          },
+        }),
+        201,
+      );
       const page = await send(server.url, {
         method: 'GET',
         path: `/security/authorize?${authorizationQuery(given.spa, pkce().challenge)}`,

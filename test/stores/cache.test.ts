@@ -220,6 +220,8 @@ describe('client cache', () => {
       name: 'svc',
       type: 'confidential',
       secretDigest: 'old',
+      previousSecretDigest: null,
+      previousSecretExpiresAt: null,
       accountKind: 'user',
       redirectUris: [],
       grants: ['client_credentials'],

@@ -26,6 +26,8 @@ function client(name: string, overrides: Partial<OAuthClient> = {}): OAuthClient
     name,
     type: 'confidential',
     secretDigest: 'a'.repeat(64),
+    previousSecretDigest: null,
+    previousSecretExpiresAt: null,
     accountKind: 'user',
     redirectUris: [],
     grants: ['password', 'refresh_token'],
@@ -85,6 +87,25 @@ function catalogContract(h: ContractHarness<Harness>, options: { separateConnect
     assert.equal(await h.clients.findByName('nobody'), null);
   });
 
+  test('a previous secret is stored with its expiry, and cleared with nulls', async () => {
+    const expiresAt = new Date(Date.UTC(2024, 0, 2, 12));
+    const c = client('rotated', { previousSecretDigest: 'b'.repeat(64), previousSecretExpiresAt: expiresAt });
+    assert.equal(await h.clients.createIfAbsent(c), true);
+    const found = await h.clients.findByName('rotated');
+    assert.deepEqual(found, c);
+    assert.ok(found?.previousSecretExpiresAt instanceof Date);
+
+    const rotated = {
+      secretDigest: 'c'.repeat(64),
+      previousSecretDigest: 'a'.repeat(64),
+      previousSecretExpiresAt: new Date(Date.UTC(2024, 0, 3)),
+    };
+    assert.deepEqual(await h.clients.update('rotated', rotated), { ...c, ...rotated });
+    const retired = { previousSecretDigest: null, previousSecretExpiresAt: null };
+    assert.deepEqual(await h.clients.update('rotated', retired), { ...c, ...rotated, ...retired });
+    assert.deepEqual(await h.clients.findByName('rotated'), { ...c, ...rotated, ...retired });
+  });
+
   test('list gives every client ordered by name; delete removes one', async () => {
     for (const name of ['web', 'Admin', 'cli', 'admin']) await h.clients.createIfAbsent(client(name));
     assert.deepEqual(
@@ -131,6 +152,8 @@ function catalogContract(h: ContractHarness<Harness>, options: { separateConnect
     assert.deepEqual(found?.grants, ['password', 'refresh_token', 'client_credentials']);
     assert.deepEqual(found?.redirectUris, []);
     assert.deepEqual(found?.updatedAt, found?.createdAt);
+    assert.equal(found?.previousSecretDigest, null);
+    assert.equal(found?.previousSecretExpiresAt, null);
   });
 
   test('concurrent createIfAbsent from two connections creates each exactly once', async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { OneTimeTokenStore } from '../../src/accounts/model.ts';
+import type { OneTimeTokenPurpose, OneTimeTokenStore } from '../../src/accounts/model.ts';
 import { digestOneTimeSecret, newOneTimeSecret } from '../../src/one-time-secrets.ts';
 import { MemoryOneTimeTokenStore } from '../../src/stores/memory/one-time-tokens.ts';
 import {
@@ -38,7 +38,7 @@ describeStoreContract<Subject>(
     },
   },
   (h) => {
-    const token = (purpose: 'activation' | 'reset', accountId: string, ttl = HOUR) => ({
+    const token = (purpose: OneTimeTokenPurpose, accountId: string, ttl = HOUR) => ({
       purpose,
       digest: newOneTimeSecret().digest,
       accountId,
@@ -66,6 +66,22 @@ describeStoreContract<Subject>(
         );
         assert.equal(results.filter(Boolean).length, 1, `round ${round}`);
       }
+    });
+
+    test('a change of address link keeps the new identity, and its purpose apart', async () => {
+      const saved = { ...token('identity-change', 'acc-6'), newIdentity: 'New.Address@example.com' };
+      const reset = token('reset', 'acc-6');
+      await h.store.save(saved);
+      await h.store.save(reset);
+      assert.deepEqual(await h.store.find('identity-change', saved.digest), saved);
+      assert.equal(await h.store.find('reset', saved.digest), null);
+      assert.deepEqual(await h.store.find('reset', reset.digest), reset, 'no new identity on other tokens');
+      await h.store.deleteForAccount('acc-6', 'reset');
+      assert.deepEqual(await h.store.consume('identity-change', saved.digest), saved);
+      const other = { ...token('identity-change', 'acc-6'), newIdentity: 'other@example.com' };
+      await h.store.save(other);
+      await h.store.deleteForAccount('acc-6');
+      assert.equal(await h.store.find('identity-change', other.digest), null, 'all purposes go');
     });
 
     test('an expired token is neither found nor consumed', async () => {

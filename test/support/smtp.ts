@@ -24,6 +24,8 @@ export interface TestSmtpServer {
   refused: ReceivedMail[];
   /** `rcpt`: refuse every recipient (550); `data`: read each message, then refuse it (554). */
   refuse: 'none' | 'rcpt' | 'data';
+  /** Recipients refused (550) whatever `refuse` says, lower-cased. */
+  refuseRecipients: Set<string>;
   close(): Promise<void>;
 }
 
@@ -32,10 +34,11 @@ function smtpError(message: string, responseCode: number): Error {
 }
 
 export async function startSmtpServer(): Promise<TestSmtpServer> {
-  const state: Pick<TestSmtpServer, 'received' | 'refused' | 'refuse'> = {
+  const state: Pick<TestSmtpServer, 'received' | 'refused' | 'refuse' | 'refuseRecipients'> = {
     received: [],
     refused: [],
     refuse: 'none',
+    refuseRecipients: new Set(),
   };
   const server = new SMTPServer({
     // Plain SMTP on loopback: no STARTTLS (its built-in certificate is self-signed) and no AUTH.
@@ -43,8 +46,9 @@ export async function startSmtpServer(): Promise<TestSmtpServer> {
     authOptional: true,
     logger: false,
     disableReverseLookup: true,
-    onRcptTo(_address, _session, callback) {
-      if (state.refuse === 'rcpt') callback(smtpError('Mailbox unavailable', 550));
+    onRcptTo(address, _session, callback) {
+      if (state.refuse === 'rcpt' || state.refuseRecipients.has(address.address.toLowerCase()))
+        callback(smtpError('Mailbox unavailable', 550));
       else callback();
     },
     onData(stream, session, callback) {
@@ -107,7 +111,10 @@ export function recipients(parsed: ParsedMail): string[] {
 }
 
 /** The link to `path` in the message's text part, and the hash it ends with. */
-export function linkIn(parsed: ParsedMail, path: '/account/activate/' | '/account/reset-password/') {
+export function linkIn(
+  parsed: ParsedMail,
+  path: '/account/activate/' | '/account/reset-password/' | '/account/change-identity/',
+) {
   const match = new RegExp(`(https?://[^\\s]+${path})([A-Za-z0-9_-]{43})`).exec(parsed.text ?? '');
   if (!match?.[1] || !match[2]) throw new Error(`no ${path} link in: ${parsed.text}`);
   return { url: `${match[1]}${match[2]}`, path: `${path}${match[2]}`, hash: match[2] };

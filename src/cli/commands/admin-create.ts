@@ -1,23 +1,10 @@
-import { type Static, Type } from '@sinclair/typebox';
 import { Option } from 'commander';
+import { checkNewAccount } from '../../accounts/input.ts';
 import { ADMIN_ROLES, type AdminRole } from '../../accounts/model.ts';
-import { assertNewPasswordAcceptable } from '../../accounts/password-policy.ts';
-import { AdminIdentity, NewPassword, PersonName } from '../../accounts/schemas.ts';
 import { OPERATOR } from '../../identity.ts';
-import { compileValidator } from '../../validation.ts';
 import { checked, kebabOption } from '../checked.ts';
 import { withOperatorServices } from '../operator-services.ts';
 import type { RegisterCommand } from './index.ts';
-
-// The same schemas as POST /admins, so the command and the API accept the same values.
-const Options = Type.Object({
-  identity: AdminIdentity,
-  firstName: Type.Optional(PersonName),
-  lastName: Type.Optional(PersonName),
-});
-const Password = Type.Object({ password: NewPassword });
-const validateOptions = compileValidator<Static<typeof Options>>(Options);
-const validatePassword = compileValidator<Static<typeof Password>>(Password);
 
 interface AdminCreateOptions {
   identity: string;
@@ -48,32 +35,26 @@ export const registerAdminCreate: RegisterCommand = (program, loadConfig) => {
         .default('admin'),
     )
     .action(async (options: AdminCreateOptions) => {
-      const fields = await checked(() =>
-        validateOptions.check({
-          identity: options.identity,
-          ...(options.firstName === undefined ? {} : { firstName: options.firstName }),
-          ...(options.lastName === undefined ? {} : { lastName: options.lastName }),
-        }),
-      );
       const password = await readPassword();
       if (password === '') throw new Error(NO_PASSWORD);
-      await checked(
-        () => {
-          validatePassword.check({ password });
-          assertNewPasswordAcceptable({ password, identity: fields.identity, confirmRequired: false });
-        },
+      // The rules of POST /admins, checked before anything is opened; the service takes the
+      // accepted account as it is.
+      const account = await checked(
+        () =>
+          checkNewAccount('admin', {
+            identity: options.identity,
+            ...(options.firstName === undefined ? {} : { firstName: options.firstName }),
+            ...(options.lastName === undefined ? {} : { lastName: options.lastName }),
+            password,
+            status: 'active',
+            roles: [options.role],
+          }),
         (field) => (field === 'password' ? field : kebabOption(field)),
       );
 
       const accounts = { what: 'accounts', api: 'POST /admins' };
       await withOperatorServices(loadConfig(), accounts, async (services) => {
-        const account = await services.accounts.admin.create(OPERATOR, {
-          ...fields,
-          password,
-          status: 'active',
-          roles: [options.role],
-        });
-        console.log(account.id);
+        console.log((await services.accounts.admin.create(OPERATOR, account)).id);
       });
     });
 };

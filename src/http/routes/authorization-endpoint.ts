@@ -125,11 +125,14 @@ function reply(step: AuthorizationStep): Reply {
   };
 }
 
+/** The authorization endpoint's route (RFC 6749 §3.1), by name, for those who look its path up. */
+export const AUTHORIZATION_ROUTE = 'security::authorize';
+
 export const authorizationEndpointRoutes: readonly AnyRoute[] = [
   defineRoute({
     method: 'GET',
     path: AUTHORIZE_PATH,
-    name: 'security::authorize',
+    name: AUTHORIZATION_ROUTE,
     summary: 'Start the authorization code grant with PKCE: the sign-in page',
     tags: ['security'],
     permission: 'public',

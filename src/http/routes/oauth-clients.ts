@@ -23,6 +23,11 @@ const OAuthClientSchema = Type.Object(
     accounts: ClientAccounts,
     grants: ClientGrants,
     redirectUris: RedirectUris,
+    previousSecretExpiresAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+      description:
+        'Until when the secret before the last rotation is still accepted; null when it is not ' +
+        '(no rotation with an overlap, the overlap is over, or it was retired)',
+    }),
     secret: Type.Optional(
       Type.String({
         description:
@@ -125,7 +130,7 @@ export const oauthClientRoutes: readonly AnyRoute[] = [
     path: `${BASE}/:name`,
     name: 'oauth-client::update',
     summary:
-      'Change the redirect URIs or grants of an OAuth client, or give it a new secret (superuser only)',
+      'Change the redirect URIs or grants of an OAuth client, or rotate its secret with an overlap (superuser only)',
     body: UpdateClientBody,
     responses: {
       200: { description: 'The client; with `rotateSecret`, its new secret', ...CLIENT },

@@ -1,11 +1,15 @@
 import { Type } from '@sinclair/typebox';
-import { ActivationBody, EmailBody, PasswordResetBody, RegisterBody } from '../../accounts/schemas.ts';
+import {
+  ActivationBody,
+  CurrentPasswordBody,
+  EmailBody,
+  PasswordResetBody,
+  RegisterBody,
+} from '../../accounts/schemas.ts';
 import { HAL_JSON } from '../hal.ts';
 import { type AnyRoute, defineRoute, type Reply } from '../route.ts';
-import { AccountSchema, LOCATION, problems } from '../schemas.ts';
+import { AccountSchema, LOCATION, MessageSchema, problems } from '../schemas.ts';
 import { accountReply, createdReply } from './users-and-admins.ts';
-
-export const MessageSchema = Type.Object({ message: Type.String() }, { $id: 'Message' });
 
 /**
  * What the mail-sending requests answer, whether or not the address belongs to an account:
@@ -107,6 +111,23 @@ export const selfServiceRoutes: readonly AnyRoute[] = [
     'requestPasswordReset',
     'Mail a password reset link (same answer whether or not the address has an active account)',
   ),
+  defineRoute({
+    method: 'PATCH',
+    path: '/account/change-identity/:hash',
+    name: 'account::change-identity',
+    summary:
+      "Move the account to the address of a mailed change of address link (single use), with the account's password",
+    tags: ['account'],
+    permission: 'public',
+    body: CurrentPasswordBody,
+    responses: {
+      200: { description: 'The account at its new address', schema: AccountSchema, contentType: HAL_JSON },
+      ...problems(400, 404, 409, 413, 415, 503),
+    },
+    async handler({ params, body }, { accountFlows }) {
+      return accountReply(await accountFlows.confirmIdentityChange(params.hash ?? '', body), 'user');
+    },
+  }),
   defineRoute({
     method: 'GET',
     path: '/account/reset-password/:hash',

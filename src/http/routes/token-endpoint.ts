@@ -64,6 +64,13 @@ function grantList(grants: readonly Grant[]): string {
 }
 
 /**
+ * The token endpoint's routes by name, for those who look their paths up: the one where tokens
+ * are issued, and the one clients refresh at (both accept every enabled grant).
+ */
+export const TOKEN_ROUTE = 'security::generate-token';
+export const REFRESH_ROUTE = 'security::refresh-token';
+
+/**
  * Both token routes are served by the one token endpoint, which dispatches on `grant_type`;
  * what they accept depends on the grants the configuration enables.
  */
@@ -92,7 +99,7 @@ export function tokenRoutes(enabled: ReadonlySet<GrantType>): AnyRoute[] {
       }),
     });
   return [
-    route('/security/generate-token', 'security::generate-token', 'Exchange credentials for tokens'),
-    route('/security/refresh-token', 'security::refresh-token', 'Exchange a refresh token for new tokens'),
+    route('/security/generate-token', TOKEN_ROUTE, 'Exchange credentials for tokens'),
+    route('/security/refresh-token', REFRESH_ROUTE, 'Exchange a refresh token for new tokens'),
   ];
 }

@@ -10,6 +10,8 @@ import { viewAccount } from '../../accounts/representation.ts';
 import {
   CreateAdminBody,
   CreateUserBody,
+  CurrentPasswordBody,
+  IdentityChangeBody,
   OwnProfileBody,
   UpdateAdminBody,
   UpdateUserBody,
@@ -17,7 +19,7 @@ import {
 import type { Role } from '../../identity.ts';
 import { HAL_JSON, halCollection, halResource } from '../hal.ts';
 import { type AnyRoute, defineRoute, type Reply } from '../route.ts';
-import { AccountSchema, LOCATION, problems } from '../schemas.ts';
+import { AccountSchema, LOCATION, MessageSchema, problems } from '../schemas.ts';
 
 /** An account as a HAL resource, under `/users` or `/admins`. */
 function accountResource(account: Account, kind: AccountKind) {
@@ -32,6 +34,14 @@ export function accountReply(account: Account, kind: AccountKind, status = 200):
 export function createdReply(account: Account, kind: AccountKind): Reply {
   return { ...accountReply(account, kind, 201), headers: { Location: `/${kind}s/${account.id}` } };
 }
+
+/**
+ * The answer to a change of address request, whether or not the new address has an account:
+ * the same status and body either way.
+ */
+export const IDENTITY_CHANGE_REQUESTED =
+  'A message has been sent to the new address and a notice to the current one. If the new address can be ' +
+  'used, its message holds a link to confirm it; nothing changes until then';
 
 /** How one kind of account is exposed: what differs between `/users` and `/admins`. */
 interface AccountResource {
@@ -60,7 +70,10 @@ const USERS: AccountResource = {
   summaries: {
     'view-own': "The signed-in user's own account",
     'update-own': OWN_PROFILE_SUMMARY,
-    'delete-own': 'Delete own account (anonymised; every token of it is refused from now on)',
+    'delete-own':
+      'Delete own account, with currentPassword (anonymised; every token of it is refused from now on)',
+    'change-identity-own':
+      'Ask to change own address (with currentPassword): a link to confirm it is mailed there, a notice to the old one',
     list: 'List user accounts, paginated (?page, ?limit), searched (?search), filtered (?status), sorted (?sort)',
     create: 'Create a user account (status defaults to active; no mail is sent)',
     view: 'Read a user account (admins: any, deleted ones as their anonymised record; users: their own)',
@@ -141,10 +154,26 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
         ...facts,
         method: 'DELETE',
         path: `${base}/my-account`,
-        responses: { 204: { description: 'Deleted' }, ...problems(401, 403, 503) },
-        async handler({ identity }, { accounts }) {
-          await accounts[kind].removeOwn(identity);
+        body: CurrentPasswordBody,
+        responses: { 204: { description: 'Deleted' }, ...problems(400, 401, 403, 413, 415, 503) },
+        async handler({ identity, body }, { accounts }) {
+          await accounts[kind].removeOwn(identity, body);
           return { status: 204 };
+        },
+      }),
+    'change-identity-own': (facts) =>
+      defineRoute({
+        ...facts,
+        method: 'POST',
+        path: `${base}/my-account/identity`,
+        body: IdentityChangeBody,
+        responses: {
+          202: { description: 'Mailed: nothing changes until the link is used', schema: MessageSchema },
+          ...problems(400, 401, 403, 413, 415, 503),
+        },
+        async handler({ identity, body }, { accountFlows }) {
+          await accountFlows.requestIdentityChange(identity, body);
+          return { status: 202, body: { message: IDENTITY_CHANGE_REQUESTED } };
         },
       }),
     list: (facts) =>

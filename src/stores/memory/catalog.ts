@@ -1,4 +1,11 @@
-import type { ClientChanges, ClientStore, OAuthClient, Scope, ScopeStore } from '../../oauth/model.ts';
+import {
+  CHANGEABLE_CLIENT_FIELDS,
+  type ClientChanges,
+  type ClientStore,
+  type OAuthClient,
+  type Scope,
+  type ScopeStore,
+} from '../../oauth/model.ts';
 import { copyRecord } from '../record-copy.ts';
 
 export class MemoryClientStore implements ClientStore {
@@ -25,11 +32,9 @@ export class MemoryClientStore implements ClientStore {
     const client = this.#byName.get(name);
     if (!client) return null;
     // Only the changeable fields, as the MongoDB store writes them.
-    const { secretDigest, redirectUris, grants, updatedAt } = copyRecord(changes);
-    if (secretDigest !== undefined) client.secretDigest = secretDigest;
-    if (redirectUris !== undefined) client.redirectUris = redirectUris;
-    if (grants !== undefined) client.grants = grants;
-    if (updatedAt !== undefined) client.updatedAt = updatedAt;
+    const copy = copyRecord(changes);
+    for (const field of CHANGEABLE_CLIENT_FIELDS)
+      if (copy[field] !== undefined) Object.assign(client, { [field]: copy[field] });
     return copyRecord(client);
   }
 

@@ -1,6 +1,7 @@
 import type { Collection } from 'mongodb';
 import type { AccountKind } from '../../accounts/model.ts';
 import {
+  CHANGEABLE_CLIENT_FIELDS,
   type ClientChanges,
   type ClientStore,
   type ClientType,
@@ -14,15 +15,17 @@ import { insertUnique } from './unique.ts';
 
 /**
  * A client under its UUID; the unique index on `name` is what `createIfAbsent` relies on.
- * `type`, `redirectUris`, `grants` and `updatedAt` are absent from clients stored before
- * they existed, which read as what such a client was: confidential, with every grant of
- * that time and no redirect URI.
+ * `type`, `redirectUris`, `grants`, `updatedAt` and the previous secret are absent from
+ * clients stored before they existed, which read as what such a client was: confidential,
+ * with every grant of that time, no redirect URI and no previous secret.
  */
 export interface ClientDoc {
   _id: string;
   name: string;
   type?: ClientType;
   secretDigest: string | null;
+  previousSecretDigest?: string | null;
+  previousSecretExpiresAt?: Date | null;
   accountKind: AccountKind;
   redirectUris?: string[];
   grants?: GrantType[];
@@ -42,6 +45,8 @@ function toClient(doc: ClientDoc): OAuthClient {
     name: doc.name,
     type: doc.type ?? 'confidential',
     secretDigest: doc.secretDigest,
+    previousSecretDigest: doc.previousSecretDigest ?? null,
+    previousSecretExpiresAt: doc.previousSecretExpiresAt ?? null,
     accountKind: doc.accountKind,
     redirectUris: doc.redirectUris ?? [],
     grants: doc.grants ?? [...LEGACY_CLIENT_GRANTS],
@@ -49,8 +54,6 @@ function toClient(doc: ClientDoc): OAuthClient {
     updatedAt: doc.updatedAt ?? doc.createdAt,
   };
 }
-
-const CHANGEABLE = ['secretDigest', 'redirectUris', 'grants', 'updatedAt'] as const;
 
 export class MongoClientStore implements ClientStore {
   readonly #collection: Collection<ClientDoc>;
@@ -78,7 +81,8 @@ export class MongoClientStore implements ClientStore {
   async update(name: string, changes: ClientChanges): Promise<OAuthClient | null> {
     // Only known fields are copied, so a stray `_id` or `name` cannot be written.
     const set: Partial<ClientDoc> = {};
-    for (const key of CHANGEABLE) if (changes[key] !== undefined) Object.assign(set, { [key]: changes[key] });
+    for (const key of CHANGEABLE_CLIENT_FIELDS)
+      if (changes[key] !== undefined) Object.assign(set, { [key]: changes[key] });
     if (Object.keys(set).length === 0) return this.findByName(name);
     const doc = await this.#collection.findOneAndUpdate({ name }, { $set: set }, { returnDocument: 'after' });
     return doc ? toClient(doc) : null;

@@ -12,6 +12,7 @@ export interface OneTimeTokenDoc {
   purpose: OneTimeTokenPurpose;
   accountId: string;
   expiresAt: Date;
+  newIdentity?: string;
 }
 
 export const ONE_TIME_TOKENS_COLLECTION = 'one_time_tokens';
@@ -37,6 +38,7 @@ export class MongoOneTimeTokenStore implements OneTimeTokenStore {
       purpose: token.purpose,
       accountId: token.accountId,
       expiresAt: token.expiresAt,
+      ...(token.newIdentity === undefined ? {} : { newIdentity: token.newIdentity }),
     });
   }
 
@@ -61,5 +63,6 @@ export class MongoOneTimeTokenStore implements OneTimeTokenStore {
 
 function toToken(doc: OneTimeTokenDoc | null): OneTimeToken | null {
   if (!doc) return null;
-  return { purpose: doc.purpose, digest: doc._id, accountId: doc.accountId, expiresAt: doc.expiresAt };
+  const { purpose, _id: digest, accountId, expiresAt, newIdentity } = doc;
+  return { purpose, digest, accountId, expiresAt, ...(newIdentity === undefined ? {} : { newIdentity }) };
 }

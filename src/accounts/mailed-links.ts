@@ -1,0 +1,83 @@
+import { NotFound } from '../errors.ts';
+import type { Mailer, MailMessage } from '../mail/mailer.ts';
+import { digestOneTimeSecret, isOneTimeSecretShaped, newOneTimeSecret } from '../one-time-secrets.ts';
+import type { Account, OneTimeToken, OneTimeTokenPurpose, OneTimeTokenStore } from './model.ts';
+
+/** `{appUrl}{path}{hash}`: the API route each kind of link is used with. */
+const LINK_PATHS: Record<OneTimeTokenPurpose, string> = {
+  activation: '/account/activate/',
+  reset: '/account/reset-password/',
+  'identity-change': '/account/change-identity/',
+};
+
+const LINK_NAMES: Record<OneTimeTokenPurpose, string> = {
+  activation: 'activation link',
+  reset: 'password reset link',
+  'identity-change': 'change of address link',
+};
+
+export type MailedLinks = ReturnType<typeof createMailedLinks>;
+
+/**
+ * The single-use, expiring links mailed to account holders: made, mailed, and found again
+ * from the hash a client presents. Only the digest of a hash is stored.
+ */
+export function createMailedLinks(deps: {
+  oneTimeTokens: OneTimeTokenStore;
+  mailer: Mailer;
+  appUrl: string;
+  /** Seconds each kind of link stays valid. */
+  ttl: Readonly<Record<OneTimeTokenPurpose, number>>;
+  now: () => Date;
+}) {
+  const { oneTimeTokens, mailer } = deps;
+  const invalid = (purpose: OneTimeTokenPurpose) =>
+    new NotFound(`This ${LINK_NAMES[purpose]} is invalid, has expired or was already used`);
+
+  return {
+    ttl: deps.ttl,
+
+    /**
+     * Stores a new link for the account and sends, in order, the messages `compose` makes of
+     * it. If one cannot be sent, the link is deleted before the failure propagates, so no
+     * message that went out can act. `newIdentity` travels with a change of address link.
+     */
+    async mail(
+      purpose: OneTimeTokenPurpose,
+      account: Account,
+      compose: (link: string, hash: string) => MailMessage[],
+      newIdentity?: string,
+    ): Promise<void> {
+      const { secret: hash, digest } = newOneTimeSecret();
+      const expiresAt = new Date(deps.now().getTime() + deps.ttl[purpose] * 1000);
+      const token: OneTimeToken = { purpose, digest, accountId: account.id, expiresAt };
+      await oneTimeTokens.save(newIdentity === undefined ? token : { ...token, newIdentity });
+      try {
+        for (const message of compose(`${deps.appUrl}${LINK_PATHS[purpose]}${hash}`, hash))
+          await mailer.send(message);
+      } catch (error) {
+        await oneTimeTokens.consume(purpose, digest).catch(() => undefined);
+        throw error;
+      }
+    },
+
+    /**
+     * The unexpired token behind a link hash, found or used up (atomically: of concurrent
+     * uses one wins), and the 404 that names what is wrong with such a link.
+     */
+    async token(
+      purpose: OneTimeTokenPurpose,
+      hash: string,
+      use: 'find' | 'consume',
+    ): Promise<{ token: OneTimeToken; invalid: NotFound }> {
+      const refusal = invalid(purpose);
+      if (!isOneTimeSecretShaped(hash)) throw refusal;
+      const digest = digestOneTimeSecret(hash);
+      const token = await (use === 'find'
+        ? oneTimeTokens.find(purpose, digest)
+        : oneTimeTokens.consume(purpose, digest));
+      if (!token) throw refusal;
+      return { token, invalid: refusal };
+    },
+  };
+}
