@@ -1,5 +1,6 @@
 import { type TObject, type TSchema, Type } from '@sinclair/typebox';
-import { QueryInteger, StringEnum } from '../validation.ts';
+import { BadRequest } from '../errors.ts';
+import { compileValidator, QueryInteger, StringEnum, type Validator } from '../validation.ts';
 import {
   ACCOUNT_SORT_FIELDS,
   ACCOUNT_STATUSES,
@@ -27,6 +28,10 @@ export const ACCOUNT_SORTS = ACCOUNT_SORT_FIELDS.flatMap((field) => [field, `-${
  * Unknown and repeated parameters fail, rather than being guessed at.
  */
 export function accountListQuery(kind: AccountKind): TObject {
+  return LIST_QUERIES[kind].schema;
+}
+
+function listQuerySchema(kind: AccountKind): TObject {
   const parameters: Record<string, TSchema> = {
     page: QueryInteger({
       minimum: 1,
@@ -73,16 +78,35 @@ export function accountListQuery(kind: AccountKind): TObject {
   );
 }
 
-/** Reads a query that passed accountListQuery. */
-export function parseAccountListQuery(query: URLSearchParams): AccountQuery {
-  const sort = query.get('sort') ?? DEFAULT_SORT;
+/** A query's parameters, as the HTTP pipeline reads them: a repeated one is a list. */
+export type ListParameters = Readonly<Record<string, string | readonly string[]>>;
+type CheckedParameters = Partial<Record<string, string>>;
+
+const LIST_QUERIES = Object.fromEntries(
+  (['user', 'admin'] as const).map((kind) => {
+    const schema = listQuerySchema(kind);
+    const validator: Validator<CheckedParameters> = compileValidator(
+      schema,
+      (errors) => new BadRequest('The query is invalid', { errors }),
+    );
+    return [kind, { schema, validator }];
+  }),
+) as Record<AccountKind, { schema: TObject; validator: Validator<CheckedParameters> }>;
+
+/**
+ * The listing a query asks for, checked whoever calls (the route has checked the same schema
+ * already): 400 naming each parameter that fails.
+ */
+export function checkAccountListQuery(kind: AccountKind, parameters: ListParameters): AccountQuery {
+  const query = LIST_QUERIES[kind].validator.check(parameters);
+  const sort = query.sort ?? DEFAULT_SORT;
   return {
-    search: query.get('search') ?? undefined,
-    status: (query.get('status') ?? undefined) as AccountStatus | undefined,
-    role: (query.get('role') ?? undefined) as AdminRole | undefined,
+    search: query.search,
+    status: query.status as AccountStatus | undefined,
+    role: query.role as AdminRole | undefined,
     sort: sort.replace(/^-/, '') as AccountSortField,
     order: sort.startsWith('-') ? 'desc' : 'asc',
-    page: Number(query.get('page') ?? 1),
-    limit: Number(query.get('limit') ?? DEFAULT_PAGE_SIZE),
+    page: Number(query.page ?? 1),
+    limit: Number(query.limit ?? DEFAULT_PAGE_SIZE),
   };
 }

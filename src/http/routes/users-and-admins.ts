@@ -1,5 +1,5 @@
 import { type TSchema, Type } from '@sinclair/typebox';
-import { accountListQuery, parseAccountListQuery } from '../../accounts/listing.ts';
+import { accountListQuery } from '../../accounts/listing.ts';
 import type { Account, AccountKind } from '../../accounts/model.ts';
 import {
   ACCOUNT_OPERATIONS,
@@ -17,6 +17,7 @@ import {
   UpdateUserBody,
 } from '../../accounts/schemas.ts';
 import type { Role } from '../../identity.ts';
+import { searchParamsObject } from '../body.ts';
 import { HAL_JSON, halCollection, halResource } from '../hal.ts';
 import { type AnyRoute, defineRoute, type Reply } from '../route.ts';
 import { AccountSchema, LOCATION, MessageSchema, problems } from '../schemas.ts';
@@ -191,18 +192,20 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
           ...problems(400, 401, 403, 503),
         },
         async handler({ identity, query }, { accounts }) {
-          const parsed = parseAccountListQuery(query);
-          const { items, total } = await accounts[kind].list(identity, parsed);
-          const page = halCollection({
+          const { items, total, page, limit } = await accounts[kind].list(
+            identity,
+            searchParamsObject(query),
+          );
+          const body = halCollection({
             rel: tag,
             items: items.map((account) => accountResource(account, kind)),
             path: base,
             query,
-            page: parsed.page,
-            limit: parsed.limit,
+            page,
+            limit,
             total,
           });
-          return { status: 200, contentType: HAL_JSON, body: page };
+          return { status: 200, contentType: HAL_JSON, body };
         },
       }),
     create: (facts) =>
