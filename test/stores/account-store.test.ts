@@ -41,6 +41,12 @@ function listedFrom(all: Account[], query: AccountQuery): { items: Account[]; to
   return { items: matching.slice(start, start + query.limit), total: matching.length };
 }
 
+/** The identities a search finds, oldest first. */
+async function identitiesFound(store: AccountStore, search: string): Promise<string[]> {
+  const { items } = await store.list({ search, sort: 'createdAt', order: 'asc', page: 1, limit: 10 });
+  return items.map((a) => a.identity);
+}
+
 function accountContract(h: ContractHarness<Pair>, options: { separateConnections: boolean }): void {
   test('create, then find by id and by identity returns exactly the account', async () => {
     const a = account('ada@example.com', { firstName: 'Ada', lastName: 'Lovelace', status: 'pending' });
@@ -220,10 +226,7 @@ function accountContract(h: ContractHarness<Pair>, options: { separateConnection
     const wide = account('w@example.com', { lastName: 'Ｗｉｄｅ' });
     const decomposed = account('d@example.com', { firstName: 'Zoe\u0308' });
     for (const a of [alice, named, plain, strasse, greek, wide, decomposed]) await h.users.create(a);
-    const found = async (search: string) =>
-      (await h.users.list({ search, sort: 'createdAt', order: 'asc', page: 1, limit: 10 })).items.map(
-        (a) => a.identity,
-      );
+    const found = (search: string) => identitiesFound(h.users, search);
     assert.deepEqual(await found('älice'), [alice.identity, named.identity]);
     assert.deepEqual(await found('ÄLICE'), [alice.identity, named.identity]);
     assert.deepEqual(await found('äLi'), [alice.identity, named.identity]);
@@ -248,10 +251,7 @@ function accountContract(h: ContractHarness<Pair>, options: { separateConnection
     const plain = account('abc@example.com', { firstName: '(a+)+$' });
     const starred = account('star*@example.com', { lastName: '{"$ne":null}' });
     for (const a of [dotted, plain, starred]) await h.users.create(a);
-    const found = async (search: string) =>
-      (await h.users.list({ search, sort: 'createdAt', order: 'asc', page: 1, limit: 10 })).items.map(
-        (a) => a.identity,
-      );
+    const found = (search: string) => identitiesFound(h.users, search);
     assert.deepEqual(await found('a.c'), [dotted.identity]);
     assert.deepEqual(await found('(A+)+$'), [plain.identity]);
     assert.deepEqual(await found('a+'), [plain.identity]);
