@@ -1,5 +1,7 @@
 import { join } from 'node:path';
 import { createAccountFlows } from './accounts/account-flows.ts';
+import { AVATAR_PIXEL_LIMIT } from './accounts/avatar-image.ts';
+import { createAvatars } from './accounts/avatars.ts';
 import { createAccountManagement } from './accounts/management.ts';
 import { createPasswordHasher } from './accounts/password-hasher.ts';
 import { createSessions } from './accounts/sessions.ts';
@@ -91,9 +93,21 @@ export async function openAccountServices(config: Config, options: OpenOptions =
       resetTtl: config.mail.resetTtl,
     }),
     accounts: {
-      user: createAccountManagement({ ...common, ruleLock, kind: 'user', accounts: stores.users }),
+      user: createAccountManagement({
+        ...common,
+        ruleLock,
+        kind: 'user',
+        accounts: stores.users,
+        avatars: stores.avatars,
+      }),
       admin: createAccountManagement({ ...common, ruleLock, kind: 'admin', accounts: stores.admins }),
     },
+    avatars: createAvatars({
+      users: stores.users,
+      avatars: stores.avatars,
+      sessions,
+      limits: { bytes: config.avatarSizeLimit, pixels: AVATAR_PIXEL_LIMIT },
+    }),
     oauthClients: createClientManagement({ clients: stores.clients, ruleLock }),
     /** Closes the stores, the hashing threads and the mail transport; each holds the process open. */
     async close(): Promise<void> {

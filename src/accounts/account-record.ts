@@ -28,6 +28,7 @@ export function newAccountRecord(
     status: fields.status,
     roles: [...fields.roles],
     sessionKey: '',
+    hasAvatar: false,
     createdAt: now,
     updatedAt: now,
   };

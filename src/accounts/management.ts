@@ -3,6 +3,7 @@ import type { Actor } from '../identity.ts';
 import { isUuid } from '../ids.ts';
 import type { RuleLock } from '../rule-lock.ts';
 import { cleanName, newAccountRecord } from './account-record.ts';
+import type { AvatarStore } from './avatar-store.ts';
 import {
   type AccountUpdate,
   checkInput,
@@ -59,9 +60,11 @@ export function createAccountManagement(deps: {
   oneTimeTokens: Pick<OneTimeTokenStore, 'deleteForAccount'>;
   passwords: Pick<PasswordHasher, 'hash' | 'verify'>;
   ruleLock: RuleLock;
+  /** The avatars of this kind of account, if it has them (users). */
+  avatars?: Pick<AvatarStore, 'delete'>;
   now?: () => Date;
 }) {
-  const { kind, accounts, sessions, oneTimeTokens, passwords, ruleLock } = deps;
+  const { kind, accounts, sessions, oneTimeTokens, passwords, ruleLock, avatars } = deps;
   const now = deps.now ?? (() => new Date());
   const noSuchAccount = () => new NotFound(`No such ${kind}`);
 
@@ -114,10 +117,16 @@ export function createAccountManagement(deps: {
 
   /**
    * Deletion keeps an anonymised record: identity `deleted-<id>@invalid` (which frees the
-   * real one), no names, no roles, a hash no password matches, status `deleted`; every
-   * session of the account ends with it.
+   * real one), no names, no roles, no avatar, a hash no password matches, status `deleted`;
+   * every session of the account ends with it.
+   *
+   * The avatar goes first: should the anonymisation then fail, the account is still there to
+   * be deleted again, and a deleted account never keeps an image. It goes once more after: an
+   * upload that began before the deletion may have stored its image in between (an upload
+   * that stores it later finds the account deleted and removes it itself: avatars.ts).
    */
   async function erase(account: Account): Promise<void> {
+    await avatars?.delete(account.id);
     await keepingASuperuser(account, { status: 'deleted', roles: [] }, () =>
       sessions.write(kind, account, {
         identity: `deleted-${account.id}@invalid`,
@@ -126,9 +135,11 @@ export function createAccountManagement(deps: {
         lastName: null,
         roles: [],
         status: 'deleted',
+        hasAvatar: false,
         updatedAt: now(),
       }),
     );
+    await avatars?.delete(account.id);
     await oneTimeTokens.deleteForAccount(account.id);
   }
 

@@ -39,6 +39,11 @@ export interface Account {
    * stored before it existed.
    */
   sessionKey: string;
+  /**
+   * Whether the account has an avatar (avatar-store.ts), so that its representation links it
+   * without asking the avatar store. Written after the image and cleared after its removal.
+   */
+  hasAvatar: boolean;
   createdAt: Date;
   updatedAt: Date;
 }

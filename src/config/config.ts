@@ -45,6 +45,8 @@ export interface Config {
   grants: ReadonlySet<GrantType>;
   bcryptCost: number;
   bodyLimit: number;
+  /** Largest avatar image, bytes. */
+  avatarSizeLimit: number;
   cors: { origins: readonly string[] | '*'; maxAge: number };
   mail: {
     /** Sender of every message. */

@@ -91,6 +91,7 @@ export function loadConfig(env: Env, packageInfo: PackageInfo): Config {
     accessTokenAlg: settings.ACCESS_TOKEN_ALG,
     bcryptCost: settings.BCRYPT_COST,
     bodyLimit: settings.BODY_LIMIT,
+    avatarSizeLimit: settings.AVATAR_SIZE_LIMIT,
     mail: {
       from: settings.MAIL_FROM ?? `${description.appName} <no-reply@${new URL(description.appUrl).hostname}>`,
       activationTtl: settings.ACTIVATION_TTL,

@@ -214,6 +214,19 @@ export const SETTINGS = {
     default: '3600',
     value: integer(60, 31_536_000),
   },
+  AVATAR_SIZE_LIMIT: {
+    section: 'accounts',
+    meaning: 'Largest accepted avatar image; a larger one is refused with 413.',
+    default: '1mb',
+    notes:
+      'Independent of `BODY_LIMIT`: the avatar uploads (`PUT /users/my-account/avatar`, ' +
+      '`PUT /users/{id}/avatar`) accept this much image plus 16 KiB of multipart form around it, ' +
+      'whatever `BODY_LIMIT` says. With `docker-compose.yml` set it in `.env`: compose hands it to ' +
+      'nginx too, whose `client_max_body_size` on those paths follows it ' +
+      '(nginx/entrypoint/10-body-limit.envsh). Avatars are kept in MongoDB, one document each, so it ' +
+      'is at most 15mb.',
+    value: byteSize(15 * 1024 * 1024),
+  },
   BODY_LIMIT: {
     section: 'http',
     meaning: 'Largest accepted request body; a larger one is refused with 413.',

@@ -88,15 +88,19 @@ function refuseAs(name: string, refusal: string, check: () => unknown): void {
 
 const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
 
-export function byteSize(): ValueKind<number> {
+/** A size in bytes, from 1 up to `max` when given. */
+export function byteSize(max = Number.POSITIVE_INFINITY): ValueKind<number> {
   return {
-    accepts: 'a whole number of bytes, or with `kb`, `mb` or `gb` (`1kb` is 1024 bytes)',
+    accepts:
+      'a whole number of bytes, or with `kb`, `mb` or `gb` (`1kb` is 1024 bytes)' +
+      (Number.isFinite(max) ? `, at most ${max} bytes` : ''),
     parse(given, name) {
       const raw = given.trim().toLowerCase();
       const match = /^(\d+)\s*(b|kb|mb|gb)?$/.exec(raw);
       const value = match ? Number(match[1]) * (UNITS[match[2] ?? 'b'] ?? 1) : 0;
       if (!match || value < 1)
         throw new ConfigError(name, `must be a size such as 100kb or 1mb, got "${raw}"`);
+      if (value > max) throw new ConfigError(name, `must be at most ${max} bytes, got "${raw}"`);
       return value;
     },
   };

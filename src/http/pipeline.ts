@@ -61,7 +61,7 @@ export function createRequestHandler(
 
     return async (req, res, search, params) => {
       try {
-        const body = await parseBody(req, options.bodyLimit, route.bodyMediaTypes);
+        const body = route.upload ? undefined : await parseBody(req, options.bodyLimit, route.bodyMediaTypes);
         const identity =
           route.permission === 'public'
             ? { role: 'guest' as const }

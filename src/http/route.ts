@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { AccountFlows } from '../accounts/account-flows.ts';
+import type { Avatars } from '../accounts/avatars.ts';
 import type { AccountManagement } from '../accounts/management.ts';
 import type { AccountKind } from '../accounts/model.ts';
 import type { ErrorReportReceiver } from '../error-report/error-report.ts';
@@ -36,6 +37,7 @@ export interface Services {
   errorReports: ErrorReportReceiver;
   accountFlows: AccountFlows;
   accounts: Readonly<Record<AccountKind, AccountManagement>>;
+  avatars: Avatars;
   oauthClients: ClientManagement;
   /** The authorization endpoint and its sign-in form. */
   authorizationEndpoint: AuthorizationEndpoint;
@@ -45,8 +47,8 @@ export interface Reply {
   status: number;
   /** Sent as JSON. */
   body?: unknown;
-  /** Sent as it is, for the media types that are not JSON (a page, a stylesheet). */
-  text?: string;
+  /** Sent as it is, for the media types that are not JSON (a page, a stylesheet, an image). */
+  text?: string | Uint8Array;
   /** Defaults to application/json; resources use application/hal+json. */
   contentType?: string;
   headers?: Record<string, string>;
@@ -56,7 +58,8 @@ export interface Reply {
 export interface ResponseSpec {
   description: string;
   schema?: TSchema;
-  contentType?: string;
+  /** The media type of the body (application/json unless said otherwise), or those it may come in. */
+  contentType?: string | readonly string[];
   /** The response headers a client may rely on, by name. */
   headers?: Readonly<Record<string, HeaderSpec>>;
 }
@@ -89,6 +92,12 @@ export interface Route<S extends TSchema | undefined = TSchema | undefined> {
    * otherwise, whatever the body parser reads (JSON or a form), documented as JSON.
    */
   bodyMediaTypes?: readonly string[];
+  /**
+   * A body the handler reads itself as it arrives (a file upload, with limits of its own rather
+   * than BODY_LIMIT): the pipeline leaves it unread. Its media types, each with the schema the
+   * OpenAPI description shows for it.
+   */
+  upload?: Readonly<Record<string, TSchema>>;
   /**
    * `handler`: the handler checks the body and the query itself, and the schemas only
    * describe them. The token endpoint does, because RFC 6749 words every refusal as an OAuth

@@ -51,7 +51,12 @@ export const AccountSchema = Type.Object(
     roles: Type.Array(Literals(ADMIN_ROLES)),
     createdAt: Type.String({ format: 'date-time' }),
     updatedAt: Type.String({ format: 'date-time' }),
-    _links: Type.Object({ self: Type.Object({ href: Type.String() }) }),
+    _links: Type.Object({
+      self: Type.Object({ href: Type.String() }),
+      avatar: Type.Optional(
+        Type.Object({ href: Type.String() }, { description: "The user's avatar, when they have one" }),
+      ),
+    }),
   },
   { $id: 'Account' },
 );

@@ -196,8 +196,18 @@ function operation(
   };
 }
 
-/** The route's body schema, in each media type it is documented in (JSON unless said otherwise). */
+/**
+ * The route's body schema, in each media type it is documented in (JSON unless said
+ * otherwise); an upload's schema per media type.
+ */
 function requestBody(route: AnyRoute, schemas: SchemaRegistry): Record<string, unknown> | undefined {
+  if (route.upload) {
+    const content = Object.entries(route.upload).map(([type, schema]) => [
+      type,
+      { schema: schemas.use(schema) },
+    ]);
+    return { required: true, content: Object.fromEntries(content) };
+  }
   if (!route.body) return undefined;
   const schema = schemas.use(route.body);
   const mediaTypes = route.bodyMediaTypes ?? ['application/json'];
@@ -218,12 +228,12 @@ function response(spec: ResponseSpec, schemas: SchemaRegistry, deprecated: boole
         )
       : {}),
   };
+  const schema = spec.schema && schemas.use(spec.schema);
+  const types = [spec.contentType ?? 'application/json'].flat();
   return {
     description: spec.description,
     ...(Object.keys(headers).length > 0 ? { headers } : {}),
-    ...(spec.schema
-      ? { content: { [spec.contentType ?? 'application/json']: { schema: schemas.use(spec.schema) } } }
-      : {}),
+    ...(schema ? { content: Object.fromEntries(types.map((type) => [type, { schema }])) } : {}),
   };
 }
 

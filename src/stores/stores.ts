@@ -1,3 +1,4 @@
+import type { AvatarStore } from '../accounts/avatar-store.ts';
 import type { AccountStore, OneTimeTokenStore } from '../accounts/model.ts';
 import type { CachingNodeRegistry, LeaseStore, SeedLedger } from '../deployment-model.ts';
 import type { ClientStore, CodeFlowStore, RefreshTokenStore, ScopeStore } from '../oauth/model.ts';
@@ -17,6 +18,8 @@ export interface Stores {
   codeFlow: CodeFlowStore;
   /** Activation and password-reset links; they live beside the accounts. */
   oneTimeTokens: OneTimeTokenStore;
+  /** Users' avatars, beside the accounts, where every node reads them. */
+  avatars: AvatarStore;
   /** Which seed records were seeded; beside the records they mark. */
   seedLedger: SeedLedger;
   /** Whether processes cache the records above; beside them, where every writer looks. */
@@ -26,3 +29,6 @@ export interface Stores {
   /** Closes connections; safe to call once at shutdown. */
   close(): Promise<void>;
 }
+
+/** The stores MongoDB holds when it is configured, and memory otherwise: all but Redis's. */
+export type CatalogStores = Omit<Stores, 'refreshTokens' | 'codeFlow' | 'close'>;

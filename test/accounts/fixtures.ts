@@ -23,6 +23,7 @@ export async function storeAccount(
     status: fields.status ?? 'active',
     roles: fields.roles ?? [],
     sessionKey: '',
+    hasAvatar: false,
     createdAt: now,
     updatedAt: now,
   };

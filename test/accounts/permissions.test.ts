@@ -15,6 +15,7 @@ import {
   superuserToken,
 } from '../support/authorization.ts';
 import { FRONTEND_CLIENT, passwordRequest, request, SEEDED_USER } from '../support/http.ts';
+import { png } from '../support/images.ts';
 import { backends, startTestServer, type TestServer } from '../support/server.ts';
 import { adminLogin, PASSWORD, storeAccount, userLogin } from './fixtures.ts';
 
@@ -29,6 +30,8 @@ interface Case {
   body?: (ctx: Context) => unknown;
   /** A form body instead of JSON. */
   form?: (ctx: Context) => Promise<Record<string, string>>;
+  /** A raw body instead, sent with its Content-Type. */
+  raw?: () => { body: Uint8Array<ArrayBuffer>; type: string };
   headers?: Record<string, string>;
   /** Expected status per caller. */
   expect: Record<Caller, number>;
@@ -37,6 +40,8 @@ interface Case {
 interface Context {
   baseUrl: string;
   newUser(status?: 'active' | 'pending'): Promise<string>;
+  /** A new user with an avatar. */
+  newUserWithAvatar(): Promise<string>;
   newAdmin(roles?: AdminRole[]): Promise<string>;
   /** A refresh token of a fresh user's session. */
   refreshToken(): Promise<string>;
@@ -58,6 +63,7 @@ const ALL = (status: number): Record<Caller, number> => ({
 const USER_ONLY = (status: number) => ({ guest: 401, user: status, admin: 403, superuser: 403 });
 const ADMINS = (status: number) => ({ guest: 401, user: 403, admin: status, superuser: status });
 const SUPERUSER_ONLY = (status: number) => ({ guest: 401, user: 403, admin: 403, superuser: status });
+const avatarUpload = () => ({ body: new Uint8Array(png(2, 2)), type: 'image/png' });
 const newClientBody = () => ({
   name: `client-${randomUUID()}`,
   type: 'public' as const,
@@ -222,6 +228,40 @@ const CASES: Case[] = [
     expect: ADMINS(200),
   },
   {
+    route: 'GET /users/my-account/avatar',
+    path: () => '/users/my-account/avatar',
+    // A fresh user has none: past the permission check, the answer is that there is no avatar.
+    expect: USER_ONLY(404),
+  },
+  {
+    route: 'PUT /users/my-account/avatar',
+    path: () => '/users/my-account/avatar',
+    raw: avatarUpload,
+    expect: USER_ONLY(204),
+  },
+  {
+    route: 'DELETE /users/my-account/avatar',
+    path: () => '/users/my-account/avatar',
+    expect: USER_ONLY(204),
+  },
+  // Another user's avatar: a user only their own (see below).
+  {
+    route: 'GET /users/{id}/avatar',
+    path: async (ctx) => `/users/${await ctx.newUserWithAvatar()}/avatar`,
+    expect: ADMINS(200),
+  },
+  {
+    route: 'PUT /users/{id}/avatar',
+    path: async (ctx) => `/users/${await ctx.newUser()}/avatar`,
+    raw: avatarUpload,
+    expect: ADMINS(204),
+  },
+  {
+    route: 'DELETE /users/{id}/avatar',
+    path: async (ctx) => `/users/${await ctx.newUserWithAvatar()}/avatar`,
+    expect: ADMINS(204),
+  },
+  {
     route: 'GET /admins/my-account',
     path: () => '/admins/my-account',
     expect: ADMINS(200),
@@ -339,6 +379,12 @@ for (const backend of backends()) {
         },
         newUser: async (status = 'active') =>
           (await storeAccount(server.app.stores.users, hash, { identity: unique(), status })).id,
+        newUserWithAvatar: async () => {
+          const { id } = await storeAccount(server.app.stores.users, hash, { identity: unique() });
+          await server.app.stores.avatars.put(id, { mediaType: 'image/png', bytes: png(1, 1) });
+          await server.app.stores.users.update(id, { hasAvatar: true });
+          return id;
+        },
         newAdmin: async (roles = ['admin']) =>
           (await storeAccount(server.app.stores.admins, hash, { identity: `a-${randomUUID()}`, roles })).id,
       };
@@ -365,11 +411,13 @@ for (const backend of backends()) {
         for (const caller of CALLERS) {
           const token = await tokenFor(caller);
           const path = await routeCase.path(ctx);
+          const raw = routeCase.raw?.();
           const response = await request(server.url, method, path, {
             token,
             json: await routeCase.body?.(ctx),
             form: await routeCase.form?.(ctx),
-            headers: routeCase.headers,
+            raw: raw?.body,
+            headers: { ...routeCase.headers, ...(raw ? { 'Content-Type': raw.type } : {}) },
           });
           assert.equal(
             response.status,
@@ -392,6 +440,23 @@ for (const backend of backends()) {
       assert.equal((await request(server.url, 'GET', `/users/${own.id}`, { token })).status, 200);
       const other = await ctx.newUser();
       assert.equal((await request(server.url, 'GET', `/users/${other}`, { token })).status, 403);
+    });
+
+    test("a user sets, reads and removes their own avatar by id, and no one else's (403)", async () => {
+      const identity = unique();
+      const own = await storeAccount(server.app.stores.users, (p) => server.app.passwords.hash(p), {
+        identity,
+      });
+      const token = (await userLogin(server.url, identity)).access_token;
+      const upload = { raw: avatarUpload().body, headers: { 'Content-Type': 'image/png' } };
+      const path = `/users/${own.id}/avatar`;
+      assert.equal((await request(server.url, 'PUT', path, { token, ...upload })).status, 204);
+      assert.equal((await request(server.url, 'GET', path, { token })).status, 200);
+      assert.equal((await request(server.url, 'DELETE', path, { token })).status, 204);
+      const other = `/users/${await ctx.newUserWithAvatar()}/avatar`;
+      assert.equal((await request(server.url, 'PUT', other, { token, ...upload })).status, 403);
+      for (const method of ['GET', 'DELETE'])
+        assert.equal((await request(server.url, method, other, { token })).status, 403, method);
     });
   });
 }

@@ -35,6 +35,7 @@ for (const backend of backends()) {
         status: 'active',
         roles: [],
         sessionKey: '',
+        hasAvatar: false,
         createdAt: now,
         updatedAt: now,
       });

@@ -169,11 +169,13 @@ describe('docker-compose.yml', { skip: composeCheckSkipped }, () => {
     assert.equal(nginx.app?.condition, 'service_healthy');
   });
 
-  test('nginx and the app read one BODY_LIMIT, and nginx runs the script that converts it', () => {
+  test('nginx and the app read one BODY_LIMIT and AVATAR_SIZE_LIMIT, and nginx runs the script that converts them', () => {
     for (const file of [compose, ha]) {
-      const app = environment(service('app', file)).BODY_LIMIT;
-      assert.equal(app, '1mb');
-      assert.equal(environment(service('nginx', file)).BODY_LIMIT, app);
+      for (const limit of ['BODY_LIMIT', 'AVATAR_SIZE_LIMIT']) {
+        const app = environment(service('app', file))[limit];
+        assert.equal(app, '1mb', limit);
+        assert.equal(environment(service('nginx', file))[limit], app, limit);
+      }
       const nginx = service('nginx', file).volumes ?? [];
       const script = nginx.find(({ target }) => target === '/docker-entrypoint.d/10-body-limit.envsh');
       assert.equal(script?.source, inRepo('nginx/entrypoint/10-body-limit.envsh'));
@@ -198,6 +200,7 @@ describe('docker-compose.yml', { skip: composeCheckSkipped }, () => {
     const env: Record<string, string | null> = {
       ...environment(service('nginx', compose)),
       NGINX_CLIENT_MAX_BODY_SIZE: '1m',
+      NGINX_AVATAR_MAX_BODY_SIZE: '1064960',
     };
     const placeholders = new Set(
       [...template.matchAll(/\$\{(NGINX_[A-Z0-9_]+)\}/g)].map((match) => match[1]),
@@ -226,12 +229,13 @@ describe('the settings docker compose reads from .env reach what they are docume
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   for (const file of COMPOSE_FILES) {
-    test(`${file}: APP_CPUS, APP_MEMORY, BODY_LIMIT, REDIS_MAXMEMORY and NGINX_SERVER_NAME`, () => {
+    test(`${file}: APP_CPUS, APP_MEMORY, BODY_LIMIT, AVATAR_SIZE_LIMIT, REDIS_MAXMEMORY and NGINX_SERVER_NAME`, () => {
       // As an operator's .env: .env.example with their own values after it.
       const operatorEnv = join(dir, 'operator.env');
       writeFileSync(
         operatorEnv,
-        'APP_CPUS=3\nAPP_MEMORY=2g\nBODY_LIMIT=5mb\nREDIS_MAXMEMORY=300mb\nNGINX_SERVER_NAME=auth.example.com\n',
+        'APP_CPUS=3\nAPP_MEMORY=2g\nBODY_LIMIT=5mb\nAVATAR_SIZE_LIMIT=2mb\nREDIS_MAXMEMORY=300mb\n' +
+          'NGINX_SERVER_NAME=auth.example.com\n',
       );
       const project = loadCompose(file, ['.env.example', operatorEnv]);
       const app = service('app', project);
@@ -241,6 +245,8 @@ describe('the settings docker compose reads from .env reach what they are docume
       assert.equal(environment(app).BODY_LIMIT, '5mb');
       const nginx = environment(service('nginx', project));
       assert.equal(nginx.BODY_LIMIT, '5mb');
+      assert.equal(environment(app).AVATAR_SIZE_LIMIT, '2mb');
+      assert.equal(nginx.AVATAR_SIZE_LIMIT, '2mb');
       assert.equal(nginx.NGINX_SERVER_NAME, 'auth.example.com');
       const redisServers = Object.entries(project.services).filter(([, svc]) =>
         commandLine(svc).startsWith('redis-server '),

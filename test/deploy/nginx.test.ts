@@ -14,7 +14,9 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError } from '../../src/config/config.ts';
 import { loadConfig } from '../../src/config/load.ts';
+import { MULTIPART_ALLOWANCE } from '../../src/http/upload.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
+import { storeAccount, userLogin } from '../accounts/fixtures.ts';
 import {
   authorizationQuery,
   csrfTokenOf,
@@ -24,6 +26,7 @@ import {
 } from '../support/authorization.ts';
 import { freePort } from '../support/backends.ts';
 import { decodeJwtPart, FRONTEND_CLIENT, SEEDED_USER } from '../support/http.ts';
+import { png } from '../support/images.ts';
 import {
   ensureNginx,
   type NginxProcess,
@@ -43,19 +46,30 @@ const TEMPLATE = join(REPO_ROOT, 'nginx/templates/default.conf.template');
 const BODY_LIMIT_SCRIPT = join(REPO_ROOT, 'nginx/entrypoint/10-body-limit.envsh');
 
 /**
- * What the nginx image's entrypoint exports after sourcing the project's script with this
- * BODY_LIMIT: NGINX_CLIENT_MAX_BODY_SIZE, or the script's complaint when it stops the start.
+ * What the nginx image's entrypoint exports after sourcing the project's script with these
+ * settings: NGINX_CLIENT_MAX_BODY_SIZE (or NGINX_AVATAR_MAX_BODY_SIZE), or the script's
+ * complaint when it stops the start.
  */
-function clientMaxBodySize(bodyLimit: string | undefined): { size: string } | { refused: string } {
-  const result = spawnSync(
-    'sh',
-    ['-c', `. "${BODY_LIMIT_SCRIPT}" && printf %s "$NGINX_CLIENT_MAX_BODY_SIZE"`],
-    {
-      encoding: 'utf8',
-      env: { PATH: process.env.PATH ?? '', ...(bodyLimit === undefined ? {} : { BODY_LIMIT: bodyLimit }) },
-    },
-  );
+function exported(
+  settings: { BODY_LIMIT?: string; AVATAR_SIZE_LIMIT?: string },
+  name = 'NGINX_CLIENT_MAX_BODY_SIZE',
+): { size: string } | { refused: string } {
+  const result = spawnSync('sh', ['-c', `. "${BODY_LIMIT_SCRIPT}" && printf %s "$${name}"`], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '', ...settings },
+  });
   return result.status === 0 ? { size: result.stdout } : { refused: result.stderr.trim() };
+}
+
+function clientMaxBodySize(bodyLimit: string | undefined): { size: string } | { refused: string } {
+  return exported(bodyLimit === undefined ? {} : { BODY_LIMIT: bodyLimit });
+}
+
+function avatarMaxBodySize(avatarLimit: string | undefined): { size: string } | { refused: string } {
+  return exported(
+    avatarLimit === undefined ? {} : { AVATAR_SIZE_LIMIT: avatarLimit },
+    'NGINX_AVATAR_MAX_BODY_SIZE',
+  );
 }
 
 /** nginx's reading of a size (ngx_parse_offset): bytes, or k, m, g. */
@@ -106,6 +120,29 @@ describe('client_max_body_size follows BODY_LIMIT', () => {
     assert.deepEqual(clientMaxBodySize(undefined), { size: '1m' });
     assert.equal(loadConfig({}, readPackageInfo()).bodyLimit, nginxBytes('1m'));
   });
+
+  test('avatar uploads get AVATAR_SIZE_LIMIT plus the room of a form, as the app does, and what the app refuses stops nginx', () => {
+    const values = [undefined, '1', '100kb', '0010kb', '1mb', ' 2 MB ', '15mb', '16mb', '15728641', '1gb'];
+    for (const value of [...values, '0', '1.5mb', 'huge', '99999999999999999999']) {
+      let appBytes: number | undefined;
+      try {
+        appBytes = loadConfig(
+          value === undefined ? {} : { AVATAR_SIZE_LIMIT: value },
+          readPackageInfo(),
+        ).avatarSizeLimit;
+      } catch (error) {
+        assert.ok(error instanceof ConfigError, String(error));
+      }
+      const nginx = avatarMaxBodySize(value);
+      if (appBytes === undefined) {
+        assert.ok('refused' in nginx, `${value}: the app refuses it, so must nginx`);
+        assert.match(nginx.refused, /AVATAR_SIZE_LIMIT must be/);
+      } else {
+        assert.ok('size' in nginx, `${value}: ${'refused' in nginx ? nginx.refused : ''}`);
+        assert.equal(nginxBytes(nginx.size), appBytes + MULTIPART_ALLOWANCE, String(value));
+      }
+    }
+  });
 });
 
 let root: string;
@@ -128,8 +165,11 @@ async function startFront(name: string, upstream: string, bodyLimit = '1mb'): Pr
   const [httpPort, httpsPort] = [await freePort(), await freePort()];
   const bodySize = clientMaxBodySize(bodyLimit);
   if (!('size' in bodySize)) throw new Error(bodySize.refused);
+  const avatarSize = avatarMaxBodySize(undefined);
+  if (!('size' in avatarSize)) throw new Error(avatarSize.refused);
   const site = renderTemplate(await readFile(TEMPLATE, 'utf8'), {
     NGINX_CLIENT_MAX_BODY_SIZE: bodySize.size,
+    NGINX_AVATAR_MAX_BODY_SIZE: avatarSize.size,
     NGINX_SERVER_NAME: 'localhost',
     NGINX_HTTP_PORT: `127.0.0.1:${httpPort}`,
     NGINX_HTTPS_PORT: `127.0.0.1:${httpsPort}`,
@@ -277,6 +317,55 @@ describe('nginx in front of the service', { skip }, () => {
       });
     assert.equal((await post(2048)).status, 200);
     assert.equal((await post(2049)).status, 413);
+  });
+
+  test('avatar uploads pass nginx up to AVATAR_SIZE_LIMIT as a form, beyond BODY_LIMIT; more is 413', async () => {
+    const identity = `nginx-avatar-${Date.now()}@example.com`;
+    await storeAccount(app.app.stores.users, (p) => app.app.passwords.hash(p), { identity });
+    const { access_token: token } = await userLogin(app.url, identity);
+    // The largest image the app takes by default (1 MiB), in the form a browser sends.
+    const image = png(8, 8, undefined, 1024 * 1024);
+    const boundary = 'nginx-test-boundary';
+    const form = (bytes: Buffer) =>
+      Buffer.concat([
+        Buffer.from(
+          `--${boundary}\r\nContent-Disposition: form-data; name="avatar"; filename="me.png"\r\n` +
+            'Content-Type: image/png\r\n\r\n',
+        ),
+        bytes,
+        Buffer.from(`\r\n--${boundary}--\r\n`),
+      ]);
+    const put = (body: Buffer) =>
+      send(`${front.https}/users/my-account/avatar`, {
+        ca,
+        method: 'PUT',
+        token,
+        body,
+        headers: { 'Content-Type': `multipart/form-data; boundary=${boundary}` },
+      });
+    const stored = await put(form(image));
+    assert.equal(stored.status, 204, stored.text);
+    const served = await send(`${front.https}/users/my-account/avatar`, { ca, token });
+    assert.equal(served.status, 200);
+    assert.equal(served.headers['content-type'], 'image/png');
+    // Larger than the app would read even as a form: nginx refuses it itself.
+    const refused = await put(Buffer.alloc(1024 * 1024 + MULTIPART_ALLOWANCE + 1, 'a'));
+    assert.equal(refused.status, 413);
+    assert.equal(refused.headers.server, 'nginx');
+  });
+
+  test('with BODY_LIMIT=2kb, avatar paths still take their own limit while every other path keeps 2kb', async () => {
+    const put = (path: string, size: number) =>
+      send(`${smallBodies.https}${path}`, {
+        ca,
+        method: 'PUT',
+        body: Buffer.alloc(size, 'a'),
+        headers: { 'Content-Type': 'image/png' },
+      });
+    assert.equal((await put('/users/my-account/avatar', 64 * 1024)).status, 200);
+    assert.equal((await put(`/users/${'0'.repeat(8)}/avatar`, 64 * 1024)).status, 200);
+    assert.equal((await put('/users/my-account', 64 * 1024)).status, 413);
+    assert.equal((await put('/users/my-account/avatar/x', 64 * 1024)).status, 413);
   });
 
   test('X-Forwarded-For is overwritten with the client address and Client-IP is removed', async () => {

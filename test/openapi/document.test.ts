@@ -243,18 +243,21 @@ describe('OpenAPI document', () => {
         const documented = operation.responses[status];
         assert.ok(documented, `${route.name} ${status}`);
         assert.equal(documented.description, spec.description);
-        if (spec.schema)
-          assert.ok(documented.content[spec.contentType ?? 'application/json'], `${route.name} ${status}`);
+        for (const type of spec.schema ? [spec.contentType ?? 'application/json'].flat() : [])
+          assert.ok(documented.content[type], `${route.name} ${status} ${type}`);
         if (Number(status) >= 400 && route.errors === 'page') {
           assert.deepEqual(documented.content['text/html'].schema.type, 'string', `${route.name} ${status}`);
         } else if (Number(status) >= 400) {
           const problem = isTokenRoute(route) ? 'TokenError' : 'Problem';
-          assert.deepEqual(documented.content[spec.contentType ?? 'application/problem+json'].schema, {
-            $ref: `#/components/schemas/${problem}`,
-          });
+          assert.deepEqual(
+            documented.content[String(spec.contentType ?? 'application/problem+json')].schema,
+            {
+              $ref: `#/components/schemas/${problem}`,
+            },
+          );
         }
       }
-      const unexpected = route.responses[500]?.contentType ?? 'application/problem+json';
+      const unexpected = String(route.responses[500]?.contentType ?? 'application/problem+json');
       assert.ok(operation.responses['500'].content[unexpected]);
     }
   });
@@ -269,6 +272,9 @@ describe('OpenAPI document', () => {
           assert.deepEqual(Object.keys(schema.discriminator.mapping).sort(), [...config.grants].sort());
           assert.equal(schema.oneOf.length, config.grants.size);
         }
+      } else if (route.upload) {
+        for (const type of Object.keys(route.upload))
+          assert.ok(operation.requestBody.content[type].schema, `${route.name} ${type}`);
       } else if (route.body) {
         const [mediaType = ''] = route.bodyMediaTypes ?? ['application/json'];
         assert.ok(operation.requestBody.content[mediaType].schema, route.name);

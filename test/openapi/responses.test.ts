@@ -30,6 +30,7 @@ import {
   SPA_REDIRECT,
 } from '../support/authorization.ts';
 import { FRONTEND_CLIENT, SEEDED_ADMIN, SEEDED_USER } from '../support/http.ts';
+import { JPEG, png, WEBP_LOSSY } from '../support/images.ts';
 import { backends, describeBackendSkip, startTestServer, type TestServer } from '../support/server.ts';
 import { lastMailTo, linkIn, readMailDir } from '../support/smtp.ts';
 
@@ -38,6 +39,7 @@ const ENV = {
   APP_URL: 'https://api.example.test',
   // Small, so a too large body is cheap to send.
   BODY_LIMIT: '4kb',
+  AVATAR_SIZE_LIMIT: '8kb',
   ERROR_REPORT_TOKENS: `test:${REPORT_TOKEN}`,
   ERROR_REPORT_IP_WHITELIST: '127.0.0.1',
 };
@@ -51,6 +53,14 @@ const NOT_PRODUCED: Readonly<Record<string, string>> = {
 };
 
 const UNKNOWN_HASH = 'A'.repeat(43);
+/** A raw image body. */
+const image = (bytes: Buffer) => ({ raw: new Uint8Array(bytes), headers: { 'Content-Type': 'image/png' } });
+/** One byte over ENV's AVATAR_SIZE_LIMIT. */
+const tooLargeImage = png(2, 2, undefined, 8 * 1024 + 1);
+const formWithoutFile = {
+  raw: '--b\r\nContent-Disposition: form-data; name="note"\r\n\r\nno file\r\n--b--\r\n',
+  headers: { 'Content-Type': 'multipart/form-data; boundary=b' },
+};
 const NEW_PASSWORD = { password: 'a brand new password', passwordConfirm: 'a brand new password' };
 const WRONG_BASIC = `Basic ${Buffer.from('frontend:wrong-secret').toString('base64')}`;
 const passwordGrant = { grant_type: 'password', scope: 'api', ...FRONTEND_CLIENT, ...SEEDED_USER };
@@ -75,7 +85,7 @@ interface Call {
   token?: string;
   json?: unknown;
   /** A body sent as is, with its own Content-Type in `headers`. */
-  raw?: string;
+  raw?: string | Uint8Array<ArrayBuffer>;
   /** A form body, as a browser posts it. */
   form?: Record<string, string>;
   headers?: Record<string, string>;
@@ -111,6 +121,9 @@ for (const backend of backends())
       user: '',
       userId: '',
       adminId: '',
+      /** A user with an avatar. */
+      pictured: '',
+      picturedId: '',
     };
     let counter = 0;
     const unique = (prefix: string) => `${prefix}-${Date.now()}-${++counter}`;
@@ -411,6 +424,37 @@ for (const backend of backends())
         200: async () =>
           call(`POST /users/${(await newUser('inactive')).id}/activate`, { token: given.admin }),
       },
+      'user::view-own-avatar': {
+        reach: () => call('GET /users/my-account/avatar', { token: given.pictured }),
+        404: () => call('GET /users/my-account/avatar', { token: given.user }),
+      },
+      'user::replace-own-avatar': {
+        reach: () => call('PUT /users/my-account/avatar', { token: given.pictured, ...image(png(2, 2)) }),
+        400: () => call('PUT /users/my-account/avatar', { token: given.pictured, ...formWithoutFile }),
+        413: () => call('PUT /users/my-account/avatar', { token: given.pictured, ...image(tooLargeImage) }),
+      },
+      'user::delete-own-avatar': {
+        // Having none is no error: removing it again is what a retry does.
+        reach: () => call('DELETE /users/my-account/avatar', { token: given.user }),
+      },
+      'user::view-avatar': {
+        reach: () => call(`GET /users/${given.picturedId}/avatar`, { token: given.admin }),
+        403: () => call(`GET /users/${given.picturedId}/avatar`, { token: given.user }),
+        404: () => call(`GET /users/${randomUUID()}/avatar`, { token: given.admin }),
+      },
+      'user::replace-avatar': {
+        reach: () => call(`PUT /users/${given.picturedId}/avatar`, { token: given.admin, ...image(JPEG) }),
+        400: () => call(`PUT /users/${given.picturedId}/avatar`, { token: given.admin, ...formWithoutFile }),
+        403: () => call(`PUT /users/${given.picturedId}/avatar`, { token: given.user, ...image(JPEG) }),
+        404: () => call(`PUT /users/${randomUUID()}/avatar`, { token: given.admin, ...image(JPEG) }),
+        413: () =>
+          call(`PUT /users/${given.picturedId}/avatar`, { token: given.admin, ...image(tooLargeImage) }),
+      },
+      'user::delete-avatar': {
+        reach: () => call(`DELETE /users/${randomUUID()}/avatar`, { token: given.admin }),
+        204: () => call(`DELETE /users/${given.userId}/avatar`, { token: given.admin }),
+        403: () => call(`DELETE /users/${given.picturedId}/avatar`, { token: given.user }),
+      },
       'admin::view-own': { reach: () => call('GET /admins/my-account', { token: given.admin }) },
       'admin::update-own': {
         reach: () => call('PATCH /admins/my-account', { token: given.admin, json: { lastName: 'Ops' } }),
@@ -548,6 +592,13 @@ for (const backend of backends())
       const user = await newUser();
       given.userId = user.id;
       given.user = (await userLogin(server.url, user.identity)).access_token;
+      const pictured = await newUser();
+      given.picturedId = pictured.id;
+      given.pictured = (await userLogin(server.url, pictured.identity)).access_token;
+      await expectStatus(
+        call('PUT /users/my-account/avatar', { token: given.pictured, ...image(WEBP_LOSSY) }),
+        204,
+      );
     });
     after(() => server.close());
 

@@ -143,6 +143,20 @@ function accountContract(h: ContractHarness<Pair>, options: { separateConnection
     assert.equal((await h.users.findByIdentity('KEYED@example.com'))?.sessionKey, 'second-key');
   });
 
+  test('whether an account has an avatar is kept by other changes and changed only when given', async () => {
+    const a = account('pictured@example.com');
+    await h.users.create(a);
+    assert.equal((await h.users.findById(a.id))?.hasAvatar, false);
+    assert.equal((await h.users.update(a.id, { hasAvatar: true }))?.hasAvatar, true);
+    assert.equal((await h.users.update(a.id, { firstName: 'Same' }))?.hasAvatar, true);
+    assert.equal(
+      (await h.users.list({ sort: 'identity', order: 'asc', page: 1, limit: 10 })).items[0]?.hasAvatar,
+      true,
+    );
+    assert.equal((await h.users.update(a.id, { hasAvatar: false }))?.hasAvatar, false);
+    assert.equal((await h.users.findByIdentity('PICTURED@example.com'))?.hasAvatar, false);
+  });
+
   test('delete removes the account and frees its identity', async () => {
     const a = account('heidi@example.com');
     await h.users.create(a);
@@ -422,6 +436,7 @@ describe('AccountStore: MongoDB documents', { skip: mongoSkipped }, () => {
       assert.deepEqual(Object.keys((await stores.users.findById(a.id)) ?? {}).sort(), [
         'createdAt',
         'firstName',
+        'hasAvatar',
         'id',
         'identity',
         'lastName',
@@ -563,6 +578,14 @@ describe('AccountStore: MongoDB documents', { skip: mongoSkipped }, () => {
       assert.equal((await admins.findByIdentity('keyless'))?.sessionKey, '');
       assert.equal((await admins.update(legacy._id, { firstName: 'Kept' }))?.sessionKey, '');
       assert.equal((await admins.update(legacy._id, { sessionKey: 'new-key' }))?.sessionKey, 'new-key');
+    });
+  });
+
+  test('an account stored before avatars reads as having none', async () => {
+    const legacy = legacyAdmin('pictureless', 1);
+    await withLegacyDocuments([legacy], async ({ stores: { admins } }) => {
+      assert.equal((await admins.findById(legacy._id))?.hasAvatar, false);
+      assert.equal((await admins.update(legacy._id, { hasAvatar: true }))?.hasAvatar, true);
     });
   });
 });

@@ -12,6 +12,7 @@ export function accountRecord(overrides: Partial<Account> = {}, at = new Date())
     status: 'active',
     roles: [],
     sessionKey: '',
+    hasAvatar: false,
     createdAt: at,
     updatedAt: at,
     ...overrides,

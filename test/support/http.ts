@@ -18,13 +18,13 @@ export async function request(
   options: {
     json?: unknown;
     form?: Record<string, string>;
-    raw?: string;
+    raw?: string | Uint8Array<ArrayBuffer>;
     headers?: Record<string, string>;
     token?: string;
   } = {},
 ): Promise<JsonResponse> {
   const headers: Record<string, string> = { Accept: 'application/json', ...options.headers };
-  let body: string | undefined;
+  let body: string | Uint8Array<ArrayBuffer> | undefined;
   if (options.json !== undefined) {
     headers['Content-Type'] ??= 'application/json';
     body = JSON.stringify(options.json);

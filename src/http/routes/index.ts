@@ -1,6 +1,7 @@
 import type { GrantType } from '../../oauth/model.ts';
 import type { AnyRoute } from '../route.ts';
 import { authorizationEndpointRoutes } from './authorization-endpoint.ts';
+import { userAvatarRoutes } from './avatars.ts';
 import { errorReportRoutes } from './error-report.ts';
 import { homeRoutes } from './home.ts';
 import { oauthClientRoutes } from './oauth-clients.ts';
@@ -21,6 +22,7 @@ export function routeTable(grants: ReadonlySet<GrantType>): AnyRoute[] {
     ...errorReportRoutes,
     ...selfServiceRoutes,
     ...userRoutes,
+    ...userAvatarRoutes,
     ...adminRoutes,
     ...oauthClientRoutes,
   ];

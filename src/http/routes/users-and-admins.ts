@@ -22,9 +22,14 @@ import { HAL_JSON, halCollection, halResource } from '../hal.ts';
 import { type AnyRoute, defineRoute, type Reply } from '../route.ts';
 import { AccountSchema, LOCATION, MessageSchema, problems } from '../schemas.ts';
 
-/** An account as a HAL resource, under `/users` or `/admins`. */
+/** An account as a HAL resource, under `/users` or `/admins`, linking its avatar if it has one. */
 function accountResource(account: Account, kind: AccountKind) {
-  return halResource(viewAccount(account), `/${kind}s/${account.id}`);
+  const self = `/${kind}s/${account.id}`;
+  return halResource(
+    viewAccount(account),
+    self,
+    account.hasAvatar ? { avatar: { href: `${self}/avatar` } } : {},
+  );
 }
 
 export function accountReply(account: Account, kind: AccountKind, status = 200): Reply {

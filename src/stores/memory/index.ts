@@ -1,5 +1,6 @@
-import type { Stores } from '../stores.ts';
+import type { CatalogStores } from '../stores.ts';
 import { MemoryAccountStore } from './accounts.ts';
+import { MemoryAvatarStore } from './avatars.ts';
 import { MemoryCachingNodeRegistry } from './caching-nodes.ts';
 import { MemoryClientStore, MemoryScopeStore } from './catalog.ts';
 import { MemoryLeaseStore } from './leases.ts';
@@ -7,16 +8,14 @@ import { MemoryOneTimeTokenStore } from './one-time-tokens.ts';
 import { MemoryRefreshTokenStore } from './refresh-tokens.ts';
 import { MemorySeedLedger } from './seed-ledger.ts';
 
-export function memoryCatalogStores(): Pick<
-  Stores,
-  'admins' | 'users' | 'clients' | 'scopes' | 'oneTimeTokens' | 'seedLedger' | 'cachingNodes' | 'leases'
-> {
+export function memoryCatalogStores(): CatalogStores {
   return {
     admins: new MemoryAccountStore(),
     users: new MemoryAccountStore(),
     clients: new MemoryClientStore(),
     scopes: new MemoryScopeStore(),
     oneTimeTokens: new MemoryOneTimeTokenStore(),
+    avatars: new MemoryAvatarStore(),
     seedLedger: new MemorySeedLedger(),
     cachingNodes: new MemoryCachingNodeRegistry(),
     leases: new MemoryLeaseStore(),

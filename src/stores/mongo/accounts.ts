@@ -17,11 +17,13 @@ import { insertUnique, isDuplicateKey } from './unique.ts';
  * How an account is stored: the UUID as `_id`, plus the folded identity the unique index is
  * on, and the folded text (`searchFold`) that listings search and sort.
  */
-export type AccountDoc = Omit<Account, 'id' | 'sessionKey'> & {
+export type AccountDoc = Omit<Account, 'id' | 'sessionKey' | 'hasAvatar'> & {
   _id: string;
   identityKey: string;
   /** Absent from documents stored before it existed, which means empty. */
   sessionKey?: string;
+  /** Absent from documents stored before avatars existed, which means none. */
+  hasAvatar?: boolean;
   /** Absent from documents stored before they existed, until a start adds them (foldSearchText). */
   foldedIdentity?: string;
   foldedFirstName?: string;
@@ -54,6 +56,7 @@ const CHANGEABLE = [
   'status',
   'roles',
   'sessionKey',
+  'hasAvatar',
   'updatedAt',
 ] as const satisfies readonly (keyof AccountChanges)[];
 
@@ -189,6 +192,7 @@ export function toAccountDoc(account: Account): AccountDoc {
     status: account.status,
     roles: [...account.roles],
     sessionKey: account.sessionKey,
+    hasAvatar: account.hasAvatar,
     createdAt: account.createdAt,
     updatedAt: account.updatedAt,
     foldedIdentity: folded.identity,
@@ -209,6 +213,7 @@ function toAccount(doc: AccountDoc | null | undefined): Account | null {
     status: doc.status,
     roles: [...(doc.roles ?? [])],
     sessionKey: doc.sessionKey ?? '',
+    hasAvatar: doc.hasAvatar ?? false,
     createdAt: doc.createdAt,
     updatedAt: doc.updatedAt,
   };

@@ -1,6 +1,7 @@
 import type { Db } from 'mongodb';
-import type { Stores } from '../stores.ts';
+import type { CatalogStores } from '../stores.ts';
 import { type AccountDoc, ensureListing, foldIdentityKeys, MongoAccountStore } from './accounts.ts';
+import { AVATARS_COLLECTION, type AvatarDoc, MongoAvatarStore } from './avatars.ts';
 import { DEPLOYMENT_COLLECTION, type DeploymentFactDoc, MongoCachingNodeRegistry } from './caching-nodes.ts';
 import { type ClientDoc, MongoClientStore, MongoScopeStore, type ScopeDoc } from './catalog.ts';
 import { LEASES_COLLECTION, type LeaseDoc, MongoLeaseStore } from './leases.ts';
@@ -11,10 +12,7 @@ import {
 } from './one-time-tokens.ts';
 import { MongoSeedLedger, SEED_LEDGER_COLLECTION, type SeedMarkDoc } from './seed-ledger.ts';
 
-export type MongoCatalogStores = Pick<
-  Stores,
-  'admins' | 'users' | 'clients' | 'scopes' | 'oneTimeTokens' | 'seedLedger' | 'cachingNodes' | 'leases'
->;
+export type MongoCatalogStores = CatalogStores;
 
 /**
  * The unique indexes every write path relies on, and the migrations of stored data they
@@ -47,6 +45,7 @@ export function mongoCatalogStores(db: Db): MongoCatalogStores {
     clients: new MongoClientStore(db.collection<ClientDoc>('clients')),
     scopes: new MongoScopeStore(db.collection<ScopeDoc>('scopes')),
     oneTimeTokens: new MongoOneTimeTokenStore(db.collection<OneTimeTokenDoc>(ONE_TIME_TOKENS_COLLECTION)),
+    avatars: new MongoAvatarStore(db.collection<AvatarDoc>(AVATARS_COLLECTION)),
     seedLedger: new MongoSeedLedger(db.collection<SeedMarkDoc>(SEED_LEDGER_COLLECTION)),
     cachingNodes: new MongoCachingNodeRegistry(db.collection<DeploymentFactDoc>(DEPLOYMENT_COLLECTION)),
     leases: new MongoLeaseStore(db.collection<LeaseDoc>(LEASES_COLLECTION)),

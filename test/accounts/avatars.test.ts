@@ -1,0 +1,447 @@
+/**
+ * Avatars through the real server: uploads as a browser form or as the raw image, what is
+ * accepted (by the bytes alone) and what is refused, how the image is served, who may touch
+ * whose, and that deleting a user leaves no image behind.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { after, before, describe, test } from 'node:test';
+import { BackendUnavailable } from '../../src/errors.ts';
+import { MULTIPART_ALLOWANCE } from '../../src/http/upload.ts';
+import { SEEDED_ADMIN } from '../support/http.ts';
+import {
+  GIF,
+  HTML,
+  JPEG,
+  jpegDeclaring,
+  png,
+  pngDeclaring,
+  SVG,
+  WEBP_LOSSLESS,
+  WEBP_LOSSY,
+} from '../support/images.ts';
+import { backends, describeBackendSkip, startTestServer, type TestServer } from '../support/server.ts';
+import { adminLogin, PASSWORD, storeAccount, userLogin } from './fixtures.ts';
+
+/** Small, so that too large an image is cheap to send; BODY_LIMIT below it, which avatars do not obey. */
+const AVATAR_SIZE_LIMIT = 32 * 1024;
+const ENV = { AVATAR_SIZE_LIMIT: '32kb', BODY_LIMIT: '2kb' };
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  bytes: Buffer;
+  json(): Record<string, unknown>;
+}
+
+async function answer(response: Response): Promise<Answer> {
+  const bytes = Buffer.from(await response.arrayBuffer());
+  return {
+    status: response.status,
+    headers: response.headers,
+    bytes,
+    json: () => JSON.parse(bytes.toString('utf8')) as Record<string, unknown>,
+  };
+}
+
+/** A part of a form: the file `name` carries, named and typed as the client says. */
+interface FilePart {
+  field: string;
+  bytes: Buffer;
+  fileName?: string;
+  type?: string;
+}
+
+describeBackendSkip();
+
+for (const backend of backends())
+  describe(`avatars (${backend})`, () => {
+    let server: TestServer;
+    let admin: string;
+
+    before(async () => {
+      server = await startTestServer({ backend, env: ENV });
+      admin = (await adminLogin(server.url, SEEDED_ADMIN.username, SEEDED_ADMIN.password)).access_token;
+    });
+    after(() => server.close());
+
+    async function newUser(): Promise<{ id: string; token: string }> {
+      const identity = `avatar-${randomUUID()}@example.com`;
+      const account = await storeAccount(server.app.stores.users, (p) => server.app.passwords.hash(p), {
+        identity,
+      });
+      return { id: account.id, token: (await userLogin(server.url, identity, PASSWORD)).access_token };
+    }
+
+    function call(method: string, path: string, token: string | undefined, init: RequestInit = {}) {
+      const headers = new Headers(init.headers);
+      if (token) headers.set('Authorization', `Bearer ${token}`);
+      return fetch(`${server.url}${path}`, { ...init, method, headers }).then(answer);
+    }
+
+    const putRaw = (path: string, token: string | undefined, bytes: Buffer, type: string) =>
+      call('PUT', path, token, { body: bytes, headers: { 'Content-Type': type } });
+
+    /** What a browser sends for a form with file inputs (fetch builds the multipart body). */
+    function putForm(path: string, token: string | undefined, parts: FilePart[], fields = {}) {
+      const form = new FormData();
+      for (const [name, value] of Object.entries(fields)) form.append(name, String(value));
+      for (const part of parts)
+        form.append(
+          part.field,
+          new Blob([part.bytes], { type: part.type ?? 'application/octet-stream' }),
+          part.fileName ?? 'avatar.png',
+        );
+      return call('PUT', path, token, { body: form });
+    }
+
+    const avatarOf = (path: string, token: string) => call('GET', path, token);
+
+    /** DELETE /users/my-account, which asks for the password. */
+    const deleteOwnAccount = (token: string) =>
+      call('DELETE', '/users/my-account', token, {
+        body: JSON.stringify({ currentPassword: PASSWORD }),
+        headers: { 'Content-Type': 'application/json' },
+      });
+
+    function assertProblem(response: Answer, status: number, detail: RegExp): void {
+      assert.equal(response.status, status, response.bytes.toString());
+      assert.equal(response.headers.get('content-type'), 'application/problem+json');
+      assert.match(String(response.json().detail), detail);
+    }
+
+    test('each format is taken as the raw body and served back as it was, with its media type', async () => {
+      const user = await newUser();
+      for (const [bytes, type] of [
+        [png(3, 2), 'image/png'],
+        [JPEG, 'image/jpeg'],
+        [WEBP_LOSSY, 'image/webp'],
+        [WEBP_LOSSLESS, 'image/webp'],
+      ] as const) {
+        const put = await putRaw('/users/my-account/avatar', user.token, bytes, type);
+        assert.equal(put.status, 204, put.bytes.toString());
+        assert.equal(put.bytes.length, 0);
+        const got = await avatarOf('/users/my-account/avatar', user.token);
+        assert.equal(got.status, 200);
+        assert.equal(got.headers.get('content-type'), type);
+        assert.deepEqual(got.bytes, bytes);
+        assert.equal(got.headers.get('x-content-type-options'), 'nosniff');
+        assert.equal(got.headers.get('content-security-policy'), "default-src 'none'; sandbox");
+        for (const caching of ['etag', 'last-modified', 'cache-control', 'expires'])
+          assert.equal(got.headers.get(caching), null, caching);
+      }
+    });
+
+    test('a browser form: the file in the field avatar, its name and declared type ignored', async () => {
+      const user = await newUser();
+      const image = png(4, 4, [200, 10, 10]);
+      const put = await putForm(
+        '/users/my-account/avatar',
+        user.token,
+        [{ field: 'avatar', bytes: image, fileName: 'holiday.jpg', type: 'image/jpeg' }],
+        { submit: 'Upload' },
+      );
+      assert.equal(put.status, 204, put.bytes.toString());
+      const got = await avatarOf('/users/my-account/avatar', user.token);
+      assert.equal(got.headers.get('content-type'), 'image/png', 'recognised by its bytes');
+      assert.deepEqual(got.bytes, image);
+    });
+
+    test('a raw body is recognised by its bytes, whatever type it declares among the three', async () => {
+      const user = await newUser();
+      assert.equal(
+        (await putRaw('/users/my-account/avatar', user.token, png(2, 2), 'image/jpeg')).status,
+        204,
+      );
+      const got = await avatarOf('/users/my-account/avatar', user.token);
+      assert.equal(got.headers.get('content-type'), 'image/png');
+      assert.equal((await putRaw('/users/my-account/avatar', user.token, JPEG, 'image/webp')).status, 204);
+      assert.equal(
+        (await avatarOf('/users/my-account/avatar', user.token)).headers.get('content-type'),
+        'image/jpeg',
+      );
+    });
+
+    test('HTML, SVG and GIF are refused with 415, whatever they claim to be, and nothing is stored', async () => {
+      const user = await newUser();
+      for (const [name, bytes] of [
+        ['HTML', HTML],
+        ['SVG', SVG],
+        ['GIF', GIF],
+      ] as const) {
+        assertProblem(
+          await putRaw('/users/my-account/avatar', user.token, bytes, 'image/png'),
+          415,
+          /JPEG, PNG or WebP/,
+        );
+        assertProblem(
+          await putForm('/users/my-account/avatar', user.token, [
+            { field: 'avatar', bytes, fileName: `${name}.png`, type: 'image/png' },
+          ]),
+          415,
+          /JPEG, PNG or WebP/,
+        );
+      }
+      // A body declared as anything but the three image types (or a form) is refused as it is.
+      assertProblem(
+        await putRaw('/users/my-account/avatar', user.token, png(1, 1), 'application/octet-stream'),
+        415,
+        /application\/octet-stream/,
+      );
+      assertProblem(await putRaw('/users/my-account/avatar', user.token, SVG, 'image/svg+xml'), 415, /svg/);
+      assert.equal((await avatarOf('/users/my-account/avatar', user.token)).status, 404);
+      const own = await call('GET', '/users/my-account', user.token);
+      assert.equal((own.json()._links as Record<string, unknown>).avatar, undefined);
+    });
+
+    test(`up to AVATAR_SIZE_LIMIT (${AVATAR_SIZE_LIMIT} bytes here) is taken, however small BODY_LIMIT is; one byte more is 413`, async () => {
+      const user = await newUser();
+      const largest = png(8, 8, undefined, AVATAR_SIZE_LIMIT);
+      assert.equal(largest.length, AVATAR_SIZE_LIMIT);
+      assert.equal((await putRaw('/users/my-account/avatar', user.token, largest, 'image/png')).status, 204);
+      const form = await putForm('/users/my-account/avatar', user.token, [
+        { field: 'avatar', bytes: largest },
+      ]);
+      assert.equal(form.status, 204, form.bytes.toString());
+
+      const over = png(8, 8, undefined, AVATAR_SIZE_LIMIT + 1);
+      assertProblem(await putRaw('/users/my-account/avatar', user.token, over, 'image/png'), 413, /exceeds/);
+      assertProblem(
+        await putForm('/users/my-account/avatar', user.token, [{ field: 'avatar', bytes: over }]),
+        413,
+        /exceeds/,
+      );
+      // Sent in chunks without a declared length, it is refused as it arrives.
+      const chunked = await call('PUT', '/users/my-account/avatar', user.token, {
+        body: new Blob([over]).stream(),
+        headers: { 'Content-Type': 'image/png' },
+        duplex: 'half',
+      } as RequestInit);
+      assertProblem(chunked, 413, /exceeds/);
+      // A form much larger than the file limit plus the room of a form is refused unread.
+      assertProblem(
+        await putForm('/users/my-account/avatar', user.token, [
+          { field: 'avatar', bytes: Buffer.alloc(AVATAR_SIZE_LIMIT + MULTIPART_ALLOWANCE + 1) },
+        ]),
+        413,
+        /exceeds/,
+      );
+      assert.deepEqual((await avatarOf('/users/my-account/avatar', user.token)).bytes, largest);
+    });
+
+    test('more than 4096 × 4096 pixels is refused with 400, as the header declares them', async () => {
+      const user = await newUser();
+      assert.equal(
+        (await putRaw('/users/my-account/avatar', user.token, pngDeclaring(4096, 4096), 'image/png')).status,
+        204,
+      );
+      assertProblem(
+        await putRaw('/users/my-account/avatar', user.token, pngDeclaring(4097, 4096), 'image/png'),
+        400,
+        /4097 × 4096 pixels; at most 16777216/,
+      );
+      assertProblem(
+        await putRaw('/users/my-account/avatar', user.token, jpegDeclaring(65535, 65535), 'image/jpeg'),
+        400,
+        /65535 × 65535 pixels/,
+      );
+      assertProblem(
+        await putRaw('/users/my-account/avatar', user.token, pngDeclaring(0, 10), 'image/png'),
+        400,
+        /no dimensions/,
+      );
+      assertProblem(
+        await putRaw('/users/my-account/avatar', user.token, JPEG.subarray(0, 40), 'image/jpeg'),
+        400,
+        /JPEG header cannot be read/,
+      );
+    });
+
+    test('forms without the field, with two files or a file elsewhere are refused with 400', async () => {
+      const user = await newUser();
+      const path = '/users/my-account/avatar';
+      assertProblem(await putForm(path, user.token, [], { name: 'Ada', submit: 'Upload' }), 400, /no file/);
+      // The field is the file, whatever its part says: text there is not an image.
+      assertProblem(await putForm(path, user.token, [], { avatar: 'not a file' }), 415, /JPEG, PNG or WebP/);
+      assertProblem(
+        await putForm(path, user.token, [{ field: 'picture', bytes: png(1, 1) }]),
+        400,
+        /field "avatar"/,
+      );
+      assertProblem(
+        await putForm(path, user.token, [
+          { field: 'avatar', bytes: png(1, 1) },
+          { field: 'avatar', bytes: png(2, 2) },
+        ]),
+        400,
+        /more than one file/,
+      );
+      assertProblem(
+        await putForm(path, user.token, [{ field: 'avatar', bytes: png(1, 1) }], {
+          a: 1,
+          b: 2,
+          c: 3,
+          d: 4,
+          e: 5,
+        }),
+        400,
+        /too many/,
+      );
+      assertProblem(
+        await putForm(path, user.token, [{ field: 'avatar', bytes: Buffer.alloc(0) }]),
+        400,
+        /empty/,
+      );
+      assertProblem(
+        await call('PUT', path, user.token, {
+          body: 'x',
+          headers: { 'Content-Type': 'multipart/form-data' },
+        }),
+        400,
+        /form cannot be read/,
+      );
+      const cut = '--b\r\nContent-Disposition: form-data; name="avatar"; filename="a.png"\r\n\r\n\x89PNG';
+      assertProblem(
+        await call('PUT', path, user.token, {
+          body: cut,
+          headers: { 'Content-Type': 'multipart/form-data; boundary=b' },
+        }),
+        400,
+        /form cannot be read|no file/,
+      );
+      assertProblem(await call('PUT', path, user.token), 400, /no body/);
+      assert.equal((await avatarOf(path, user.token)).status, 404);
+    });
+
+    test('the account links its avatar while it has one, in lists too; DELETE removes it and is 204 again', async () => {
+      const user = await newUser();
+      const links = async () => (await call('GET', '/users/my-account', user.token)).json()._links as Json;
+      assert.equal((await links()).avatar, undefined);
+      await putRaw('/users/my-account/avatar', user.token, png(2, 2), 'image/png');
+      assert.deepEqual((await links()).avatar, { href: `/users/${user.id}/avatar` });
+      const listed = await call('GET', '/users?limit=100&sort=-createdAt', admin);
+      const item = (listed.json()._embedded as Json).users.find((account: Json) => account.id === user.id);
+      assert.deepEqual(item._links.avatar, { href: `/users/${user.id}/avatar` });
+      // The link leads to the image, for the user themselves too.
+      assert.equal((await avatarOf(`/users/${user.id}/avatar`, user.token)).status, 200);
+
+      assert.equal((await call('DELETE', '/users/my-account/avatar', user.token)).status, 204);
+      assert.equal((await avatarOf('/users/my-account/avatar', user.token)).status, 404);
+      assert.equal((await links()).avatar, undefined);
+      assert.equal((await call('DELETE', '/users/my-account/avatar', user.token)).status, 204, 'idempotent');
+    });
+
+    test("user A cannot see, set or remove user B's avatar (403), and B's stays as it was", async () => {
+      const [a, b] = [await newUser(), await newUser()];
+      await putRaw('/users/my-account/avatar', b.token, JPEG, 'image/jpeg');
+      const path = `/users/${b.id}/avatar`;
+      assertProblem(await avatarOf(path, a.token), 403, /own avatar/);
+      assertProblem(await putRaw(path, a.token, png(1, 1), 'image/png'), 403, /own avatar/);
+      assertProblem(await call('DELETE', path, a.token), 403, /own avatar/);
+      // Not even whether an id exists.
+      assertProblem(await avatarOf(`/users/${randomUUID()}/avatar`, a.token), 403, /own avatar/);
+      assert.deepEqual((await avatarOf('/users/my-account/avatar', b.token)).bytes, JPEG);
+      // Administrators have no avatar of their own; a guest none at all.
+      assert.equal((await avatarOf('/users/my-account/avatar', admin)).status, 403);
+      assert.equal((await call('GET', path, undefined)).status, 401);
+      assert.equal((await putRaw(path, undefined, png(1, 1), 'image/png')).status, 401);
+    });
+
+    test("an administrator sees, sets and removes any user's avatar; an unknown user is 404", async () => {
+      const user = await newUser();
+      const path = `/users/${user.id}/avatar`;
+      assertProblem(await avatarOf(path, admin), 404, /No avatar/);
+      assert.equal((await putForm(path, admin, [{ field: 'avatar', bytes: WEBP_LOSSY }])).status, 204);
+      assert.deepEqual((await avatarOf('/users/my-account/avatar', user.token)).bytes, WEBP_LOSSY);
+      assert.equal((await avatarOf(path, admin)).headers.get('content-type'), 'image/webp');
+      assert.equal((await call('DELETE', path, admin)).status, 204);
+      assert.equal((await avatarOf('/users/my-account/avatar', user.token)).status, 404);
+      for (const id of [randomUUID(), 'not-an-id']) {
+        assertProblem(
+          await putRaw(`/users/${id}/avatar`, admin, png(1, 1), 'image/png'),
+          404,
+          /No such user/,
+        );
+        assertProblem(await call('DELETE', `/users/${id}/avatar`, admin), 404, /No such user/);
+        assertProblem(await avatarOf(`/users/${id}/avatar`, admin), 404, /No avatar|No such user/);
+      }
+    });
+
+    test('deleting a user, by themselves or by an administrator, removes the avatar', async () => {
+      for (const deletion of ['self', 'admin'] as const) {
+        const user = await newUser();
+        await putRaw('/users/my-account/avatar', user.token, png(2, 2), 'image/png');
+        assert.ok(await server.app.stores.avatars.find(user.id));
+        const deleted =
+          deletion === 'self'
+            ? await deleteOwnAccount(user.token)
+            : await call('DELETE', `/users/${user.id}`, admin);
+        assert.equal(deleted.status, 204, deleted.bytes.toString());
+        assert.equal(await server.app.stores.avatars.find(user.id), null, deletion);
+        assertProblem(await avatarOf(`/users/${user.id}/avatar`, admin), 404, /No avatar/);
+        const record = (await call('GET', `/users/${user.id}`, admin)).json();
+        assert.equal(record.status, 'deleted');
+        assert.equal((record._links as Json).avatar, undefined);
+        assertProblem(
+          await putRaw(`/users/${user.id}/avatar`, admin, png(1, 1), 'image/png'),
+          404,
+          /No such user/,
+        );
+      }
+    });
+
+    test('when the avatar cannot be removed, the account is not deleted either, and the retry does both', async () => {
+      const user = await newUser();
+      await putRaw('/users/my-account/avatar', user.token, png(2, 2), 'image/png');
+      const { avatars } = server.app.stores;
+      const remove = avatars.delete;
+      avatars.delete = async () => {
+        throw new BackendUnavailable('MongoDB');
+      };
+      try {
+        assert.equal((await deleteOwnAccount(user.token)).status, 503);
+      } finally {
+        avatars.delete = remove;
+      }
+      assert.equal((await call('GET', '/users/my-account', user.token)).json().status, 'active');
+      assert.equal((await deleteOwnAccount(user.token)).status, 204);
+      assert.equal(await avatars.find(user.id), null);
+    });
+
+    test('an upload still arriving while its user is deleted leaves no image behind (404)', async () => {
+      const user = await newUser();
+      const image = png(16, 16);
+      const { hostname, port } = new URL(server.url);
+      const upload = httpRequest({
+        hostname,
+        port,
+        method: 'PUT',
+        path: '/users/my-account/avatar',
+        headers: {
+          Authorization: `Bearer ${user.token}`,
+          'Content-Type': 'image/png',
+          'Content-Length': image.length,
+        },
+      });
+      const answered = new Promise<number>((resolve, reject) => {
+        upload.on('response', (response) => {
+          response.resume();
+          resolve(response.statusCode ?? 0);
+        });
+        upload.on('error', reject);
+      });
+      // Half the image: the server has checked the caller and reads the rest as it comes.
+      upload.write(image.subarray(0, 20));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal((await call('DELETE', `/users/${user.id}`, admin)).status, 204);
+      upload.end(image.subarray(20));
+      assert.equal(await answered, 404);
+      assert.equal(await server.app.stores.avatars.find(user.id), null);
+      const record = (await call('GET', `/users/${user.id}`, admin)).json();
+      assert.equal((record._links as Json).avatar, undefined);
+    });
+  });
+
+// biome-ignore lint/suspicious/noExplicitAny: untyped JSON, navigated as the API documents it
+type Json = any;

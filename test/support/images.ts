@@ -1,0 +1,84 @@
+/**
+ * Small images for the avatar tests. PNGs are written here (RFC 2083: signature, IHDR, IDAT,
+ * IEND, each chunk with its CRC), in any size and colour. JPEG and WebP need an encoder, so
+ * those are two-by-two images Chromium's canvas encoded (toDataURL), the colour profile left
+ * out, kept here as Base64: a baseline JPEG, a lossy and a lossless WebP.
+ */
+import { crc32, deflateSync } from 'node:zlib';
+
+/** A width × height PNG of one colour, 8-bit RGB; `padTo` adds an ancillary chunk up to that size. */
+export function png(width: number, height: number, rgb = [0x24, 0x57, 0xc5], padTo?: number): Buffer {
+  const row = Buffer.concat([Buffer.of(0), Buffer.from(Array.from({ length: width }, () => rgb).flat())]);
+  const data = deflateSync(Buffer.concat(Array.from({ length: height }, () => row)));
+  const chunks = [pngChunk('IHDR', ihdr(width, height)), pngChunk('IDAT', data), pngChunk('IEND')];
+  const size = PNG_SIGNATURE.length + chunks.reduce((sum, chunk) => sum + chunk.length, 0);
+  // An ancillary chunk (lower-case first letter) that readers skip: 12 bytes of framing.
+  if (padTo !== undefined) chunks.splice(1, 0, pngChunk('prVt', Buffer.alloc(padTo - size - 12, 0x61)));
+  return Buffer.concat([PNG_SIGNATURE, ...chunks]);
+}
+
+/**
+ * A PNG whose header declares width × height, with hardly any image data: what the service
+ * reads is the header, so this is how a huge image of one colour looks to it.
+ */
+export function pngDeclaring(width: number, height: number): Buffer {
+  return Buffer.concat([
+    PNG_SIGNATURE,
+    pngChunk('IHDR', ihdr(width, height)),
+    pngChunk('IDAT', deflateSync(Buffer.alloc(64))),
+    pngChunk('IEND'),
+  ]);
+}
+
+const PNG_SIGNATURE = Buffer.from('89504e470d0a1a0a', 'hex');
+
+function ihdr(width: number, height: number): Buffer {
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header[8] = 8; // bit depth
+  header[9] = 2; // truecolour
+  return header;
+}
+
+function pngChunk(type: string, data: Buffer = Buffer.alloc(0)): Buffer {
+  const length = Buffer.alloc(4);
+  length.writeUInt32BE(data.length);
+  const typed = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(typed));
+  return Buffer.concat([length, typed, crc]);
+}
+
+export const JPEG = Buffer.from(
+  '/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDABALDA4MChAODQ4SERATGCgaGBYWGDEjJR0oOjM9PDkzODdASFxOQERXRTc4UG1RV19i' +
+    'Z2hnPk1xeXBkeFxlZ2P/2wBDARESEhgVGC8aGi9jQjhCY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2Nj' +
+    'Y2NjY2NjY2P/wAARCAACAAIDASIAAhEBAxEB/8QAFQABAQAAAAAAAAAAAAAAAAAAAAX/xAAUEAEAAAAAAAAAAAAAAAAAAAAA/8QA' +
+    'FAEBAAAAAAAAAAAAAAAAAAAABf/EABQRAQAAAAAAAAAAAAAAAAAAAAD/2gAMAwEAAhEDEQA/AJIB4e//2Q==',
+  'base64',
+);
+
+/** The JPEG above with the dimensions of its frame header (SOF0) changed. */
+export function jpegDeclaring(width: number, height: number): Buffer {
+  const copy = Buffer.from(JPEG);
+  const frame = copy.indexOf(Buffer.of(0xff, 0xc0));
+  copy.writeUInt16BE(height, frame + 5);
+  copy.writeUInt16BE(width, frame + 7);
+  return copy;
+}
+
+export const WEBP_LOSSY = Buffer.from(
+  'UklGRjYAAABXRUJQVlA4ICoAAACQAQCdASoCAAIAAsBMJaACdLoAA5gA/uy9j/yU/ku6Vtw36FGyiaTAAAA=',
+  'base64',
+);
+
+export const WEBP_LOSSLESS = Buffer.from('UklGRh4AAABXRUJQVlA4TBEAAAAvAUAAAAfQq5K0uP+BiOh/AAA=', 'base64');
+
+/** A one-pixel GIF: an image, but not of an accepted format. */
+export const GIF = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
+
+export const SVG = Buffer.from(
+  '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><script>alert(1)</script></svg>',
+);
+
+export const HTML = Buffer.from('<!doctype html><title>x</title><script>alert(document.cookie)</script>');
