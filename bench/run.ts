@@ -60,6 +60,7 @@ import {
 } from './load.ts';
 import { PEER_CLIENT } from './oidc-provider-peer.ts';
 import { FURTHER_REFRESHES, measureSessionMemory, REFRESHES } from './redis-memory.ts';
+import { measureListings } from './search.ts';
 import {
   BCRYPT_COST,
   type Server,
@@ -605,6 +606,8 @@ async function main(): Promise<void> {
     real?.behindSentinels.stop(),
   ]);
   if (real) await reportSessionMemory(real.mongoUrl);
+  // The account listings over 100,000 users, on memory and FerretDB (bench/search.ts).
+  rows.push(...(await measureListings()));
   printTable(cpu, Math.round((Date.now() - started) / 1000), loadBefore);
 }
 

@@ -16,7 +16,7 @@ import { isUuid } from './ids.ts';
 /**
  * The schema compiler every layer validates with: request bodies and queries in the HTTP
  * pipeline, token request parameters in the grants, command options in the CLI. It knows the
- * service's formats (`email`, `uuid`) and the QueryInteger kind.
+ * service's formats (`email`, `uuid`) and the QueryInteger and StringEnum kinds.
  */
 
 // A pragmatic address check (the WHATWG one browsers use for <input type=email>).
@@ -47,6 +47,22 @@ export function QueryInteger(options: {
   errorMessage: string;
 }): TUnsafe<number> {
   return Type.Unsafe<number>({ [Kind]: 'QueryInteger', type: 'integer', ...options });
+}
+
+TypeRegistry.Set<{ enum: readonly string[] }>(
+  'StringEnum',
+  (schema, value) => typeof value === 'string' && schema.enum.includes(value),
+);
+
+/**
+ * One of a list of strings, described as a JSON Schema `enum` (which code generators turn
+ * into an enumeration): the values of a query parameter.
+ */
+export function StringEnum<T extends string>(
+  values: readonly T[],
+  options: { description: string; errorMessage: string },
+): TUnsafe<T> {
+  return Type.Unsafe<T>({ [Kind]: 'StringEnum', type: 'string', enum: [...values], ...options });
 }
 
 /** One of a list of strings, built from the list, so the values are named in one place. */

@@ -11,11 +11,11 @@ import {
   type NewAccount,
   type OwnProfileUpdate,
 } from './input.ts';
+import { checkAccountListQuery, type ListParameters } from './listing.ts';
 import type {
   Account,
   AccountChanges,
   AccountKind,
-  AccountQuery,
   AccountStatus,
   AccountStore,
   AdminRole,
@@ -154,9 +154,15 @@ export function createAccountManagement(deps: {
       return mine?.id === id ? mine : existing(id, { deleted: true });
     },
 
-    list(actor: Actor, query: AccountQuery): Promise<{ items: Account[]; total: number }> {
+    /** One page of the accounts a query asks for (see listing.ts), with the total that match. */
+    async list(
+      actor: Actor,
+      parameters: ListParameters,
+    ): Promise<{ items: Account[]; total: number; page: number; limit: number }> {
       assertMay(actor, kind, 'list');
-      return accounts.list(query);
+      const query = checkAccountListQuery(kind, parameters);
+      const { items, total } = await accounts.list(query);
+      return { items, total, page: query.page, limit: query.limit };
     },
 
     /** Throws DuplicateIdentity (409) when the identity is taken. */

@@ -12,7 +12,16 @@ export const ACCOUNT_STATUSES = ['pending', 'active', 'inactive', 'deleted'] as 
 export type AccountStatus = (typeof ACCOUNT_STATUSES)[number];
 export const ADMIN_ROLES = ['admin', 'superuser'] as const;
 export type AdminRole = (typeof ADMIN_ROLES)[number];
-export const ACCOUNT_SORT_FIELDS = ['identity', 'createdAt', 'updatedAt', 'status'] as const;
+/** Every field of a listed account but `roles` (a set: a listing filters by it instead). */
+export const ACCOUNT_SORT_FIELDS = [
+  'identity',
+  'firstName',
+  'lastName',
+  'status',
+  'createdAt',
+  'updatedAt',
+  'id',
+] as const;
 export type AccountSortField = (typeof ACCOUNT_SORT_FIELDS)[number];
 
 export interface Account {
@@ -42,7 +51,14 @@ export interface Account {
 export type AccountChanges = Partial<Omit<Account, 'id' | 'createdAt'>>;
 
 export interface AccountQuery {
+  /**
+   * Only accounts whose identity, first or last name contains this text, both compared
+   * folded (`searchFold`): literal text, never a pattern.
+   */
+  search?: string;
   status?: AccountStatus;
+  /** Only accounts holding this role (administrators). */
+  role?: AdminRole;
   sort: AccountSortField;
   order: 'asc' | 'desc';
   /** 1-based page number. */
@@ -76,17 +92,104 @@ export function identityKey(identity: string): string {
   return identity.toLowerCase();
 }
 
-/** Sort order shared by every backend, ties broken by id so pages are stable. */
-export function compareAccounts(
-  a: Account,
-  b: Account,
-  field: AccountSortField,
+const ASCII = /^\p{ASCII}*$/u;
+
+/**
+ * Text as a search compares it, on every backend alike: compatibility-normalised (NFKC: `ﬁ`
+ * is `fi`, a decomposed `ä` the composed one, a full-width `Ａ` an `A`), then case-folded
+ * code point by code point, lower, upper, then lower case again, so that `ẞ`, `ß` and `SS`
+ * all become `ss`, and `Σ`, `ς` and `σ` all `σ`. Never by context (JavaScript lower-cases a
+ * word-final `Σ` to `ς`), so a word folds alike wherever it stands. The backends store the
+ * folded fields beside the account and match folded text against them, rather than rely on a
+ * database's case-insensitive matching, which differs between them beyond ASCII.
+ */
+export function searchFold(text: string): string {
+  const normalized = text.normalize('NFKC');
+  if (ASCII.test(normalized)) return normalized.toLowerCase();
+  let folded = '';
+  for (const char of normalized) folded += char.toLowerCase().toUpperCase().toLowerCase();
+  return folded.normalize('NFKC');
+}
+
+/**
+ * The fields a search reads, folded. A name not set folds to the empty string, which no
+ * search matches and which sorts first.
+ */
+export interface FoldedText {
+  identity: string;
+  firstName: string;
+  lastName: string;
+}
+
+export function foldedText(account: Pick<Account, 'identity' | 'firstName' | 'lastName'>): FoldedText {
+  return {
+    identity: searchFold(account.identity),
+    firstName: searchFold(account.firstName ?? ''),
+    lastName: searchFold(account.lastName ?? ''),
+  };
+}
+
+/** Whether folded text matches a search, `search` being folded too. */
+export function matchesSearch(text: FoldedText, search: string): boolean {
+  return text.identity.includes(search) || text.firstName.includes(search) || text.lastName.includes(search);
+}
+
+export type SortKey = string | number;
+
+/**
+ * What a listing orders by, compared with `<` (see compareSortKeys): the folded text of the
+ * text fields (so case never splits the order: `ada` and `Ada` sort together, and names not
+ * set come first) in code point order, as MongoDB compares strings without a collation; the
+ * time of the dates; the value of the others.
+ */
+export function sortKey(account: Account, field: AccountSortField, folded = foldedText(account)): SortKey {
+  switch (field) {
+    case 'identity':
+    case 'firstName':
+    case 'lastName':
+      return inCodePointOrder(folded[field]);
+    case 'createdAt':
+    case 'updatedAt':
+      return account[field].getTime();
+    default:
+      return account[field];
+  }
+}
+
+const ABOVE_SURROGATES = /[\uD800-\uFFFF]/;
+const UNITS_FROM_D800 = /[\uD800-\uFFFF]/g;
+
+/**
+ * Text whose UTF-16 order (what `<` compares) is the code point order (UTF-8 byte order, as
+ * MongoDB compares strings) of `text`. They differ only where surrogates meet U+E000–U+FFFF:
+ * `<` puts a character beyond U+FFFF (a surrogate pair) before those. Moving the surrogates
+ * above U+E000–U+FFFF, and those down into the room left, restores the order. Most text has
+ * neither, and is returned as it is.
+ */
+function inCodePointOrder(text: string): string {
+  if (!ABOVE_SURROGATES.test(text)) return text;
+  return text.replace(UNITS_FROM_D800, (unit) => {
+    const code = unit.charCodeAt(0);
+    return String.fromCharCode(code >= 0xe000 ? code - 0x800 : code + 0x2000);
+  });
+}
+
+/** The order every backend sorts in (each field's keys are of one kind). */
+export function compareSortKeys(x: SortKey, y: SortKey): number {
+  return x === y ? 0 : x < y ? -1 : 1;
+}
+
+/**
+ * The order of a listing on every backend: by sort key, ties broken by id (in the same
+ * direction) so pages are stable.
+ */
+export function compareListed(
+  a: { id: string; key: SortKey },
+  b: { id: string; key: SortKey },
   order: 'asc' | 'desc',
 ): number {
-  const x = a[field];
-  const y = b[field];
-  const primary = x < y ? -1 : x > y ? 1 : 0;
-  const result = primary !== 0 ? primary : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+  const primary = compareSortKeys(a.key, b.key);
+  const result = primary !== 0 ? primary : compareSortKeys(a.id, b.id);
   return order === 'asc' ? result : -result;
 }
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { checkNewAccount } from '../../src/accounts/input.ts';
 import { loadConfig } from '../../src/config/load.ts';
-import { ValidationFailed } from '../../src/errors.ts';
+import { BadRequest, ValidationFailed } from '../../src/errors.ts';
 import { OPERATOR } from '../../src/identity.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
 import { type AccountServices, openAccountServices } from '../../src/services.ts';
@@ -88,6 +88,38 @@ describe('account services validate their own input', () => {
     await refused(
       () => flows.resetPassword('A'.repeat(43), { password: 'short', passwordConfirm: 'short' }),
       ['password'],
+    );
+  });
+
+  test('a listing refuses the queries the routes refuse, naming each parameter', async () => {
+    const { accounts } = services;
+    for (const [kind, parameters, names] of [
+      ['user', { search: 'a\u0000b' }, ['search']],
+      ['user', { search: 'x'.repeat(321), sort: 'roles' }, ['search', 'sort']],
+      ['user', { role: 'admin' }, ['role']],
+      ['admin', { role: 'root', status: 'gone' }, ['role', 'status']],
+      ['admin', { page: '0', limit: '101' }, ['limit', 'page']],
+      ['admin', { search: ['a', 'b'] }, ['search']],
+    ] as const) {
+      await assert.rejects(accounts[kind].list(OPERATOR, parameters), (error: unknown) => {
+        assert.ok(error instanceof BadRequest, String(error));
+        assert.equal(error.status, 400);
+        assert.deepEqual(Object.keys(error.extensions.errors as object).sort(), names);
+        return true;
+      });
+    }
+    const hash = (password: string) => services.passwords.hash(password);
+    await storeAccount(services.stores.admins, hash, { identity: 'Adm.Lead', roles: ['superuser'] });
+    await storeAccount(services.stores.admins, hash, { identity: 'adm.night', roles: ['admin'] });
+    const page = await accounts.admin.list(OPERATOR, { search: 'ADM', role: 'superuser', sort: '-identity' });
+    assert.deepEqual(
+      { ...page, items: page.items.map((a) => a.identity) },
+      {
+        items: ['Adm.Lead'],
+        total: 1,
+        page: 1,
+        limit: 20,
+      },
     );
   });
 

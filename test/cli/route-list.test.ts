@@ -28,6 +28,66 @@ describe('cli route:list', () => {
     assert.equal(result.code, 0);
     assert.match(result.stdout, /Usage: token-service route:list \[options\]/);
     assert.match(result.stdout, /--json/);
+    for (const option of ['--method <method>', '--path <text>', '--name <text>']) {
+      assert.ok(result.stdout.includes(option), option);
+    }
+    assert.match(result.stdout, /every one given must match/);
+  });
+
+  test('--method, --path and --name filter the rows, combined', async () => {
+    const listed = async (...filters: string[]) => {
+      const result = await runCli(['route:list', '--json', ...filters], { cwd });
+      assert.equal(result.code, 0, result.stderr);
+      return (JSON.parse(result.stdout) as { method: string; path: string; name: string }[]).map(
+        (row) => `${row.method} ${row.path} ${row.name}`,
+      );
+    };
+    const all = server.app.routes.map((route) => `${route.method} ${route.path} ${route.name}`);
+    const expect = (keep: (route: AnyRoute) => boolean) =>
+      server.app.routes.filter(keep).map((route) => `${route.method} ${route.path} ${route.name}`);
+
+    // The method exactly, in any case; path and name as substrings.
+    assert.deepEqual(
+      await listed('--method', 'get'),
+      expect((route) => route.method === 'GET'),
+    );
+    assert.ok(!(await listed('--method', 'P')).length, 'not a substring of POST, PUT or PATCH');
+    assert.deepEqual(
+      await listed('--path', '/admins'),
+      expect((route) => route.path.startsWith('/admins')),
+    );
+    assert.deepEqual(
+      await listed('--name', 'user::'),
+      expect((route) => route.name.startsWith('user::')),
+    );
+    const combined = await listed('--method', 'GET', '--path', '/users', '--name', 'user::');
+    assert.deepEqual(
+      combined,
+      expect(
+        (route) => route.method === 'GET' && route.path.includes('/users') && route.name.includes('user::'),
+      ),
+    );
+    assert.ok(combined.includes('GET /users user::list') && combined.includes('GET /users/:id user::view'));
+    assert.ok(!combined.some((row) => row.startsWith('POST')));
+    // A parameter as the documents write it reads as the table does.
+    assert.deepEqual(
+      await listed('--method', 'DELETE', '--path', '/users/{id}'),
+      expect((route) => route.method === 'DELETE' && route.path.includes('/users/:id')),
+    );
+    assert.ok((await listed('--path', '/users/{id}')).includes('PATCH /users/:id user::update'));
+    // Case-sensitive, as paths are; nothing matching is an empty list, not an error.
+    assert.deepEqual(await listed('--path', '/USERS'), []);
+    assert.deepEqual(await listed('--name', 'no-such-route'), []);
+    assert.deepEqual(await listed(), all);
+
+    const table = await runCli(['route:list', '--name', 'admin::list'], { cwd });
+    assert.equal(table.code, 0, table.stderr);
+    const [header, ...lines] = table.stdout.trimEnd().split('\n');
+    assert.match(header ?? '', /^METHOD\s+PATH\s+NAME/);
+    assert.deepEqual(
+      lines.map((line) => line.split(/\s+/).slice(0, 3).join(' ')),
+      ['GET /admins admin::list'],
+    );
   });
 
   test('lists every route of the running service: method, path, name, permission, deprecation', async () => {

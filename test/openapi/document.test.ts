@@ -150,13 +150,40 @@ describe('OpenAPI document', () => {
       );
       assert.deepEqual(
         declared.map((parameter: { name: string }) => parameter.name).sort(),
-        ['limit', 'page', 'sort', 'status'],
+        route.path === '/admins'
+          ? ['limit', 'page', 'role', 'search', 'sort', 'status']
+          : ['limit', 'page', 'search', 'sort', 'status'],
         route.name,
       );
       for (const parameter of declared) {
         assert.equal(parameter.required, false);
         assert.ok(parameter.schema && parameter.description, `${route.name} ${parameter.name}`);
       }
+    }
+  });
+
+  test('the account collections: sort, status and role are enums, search is bounded text', () => {
+    const fields = ['identity', 'firstName', 'lastName', 'status', 'createdAt', 'updatedAt', 'id'];
+    for (const path of ['/users', '/admins']) {
+      const parameters: { name: string; schema: Json }[] = document.paths[path].get.parameters;
+      const schema = (name: string) => parameters.find((parameter) => parameter.name === name)?.schema;
+      assert.deepEqual(schema('sort'), {
+        type: 'string',
+        enum: fields.flatMap((field) => [field, `-${field}`]),
+      });
+      assert.deepEqual(schema('status'), {
+        type: 'string',
+        enum: ['pending', 'active', 'inactive', 'deleted'],
+      });
+      assert.deepEqual(
+        schema('role'),
+        path === '/admins' ? { type: 'string', enum: ['admin', 'superuser'] } : undefined,
+      );
+      assert.deepEqual(schema('search'), {
+        type: 'string',
+        maxLength: 320,
+        pattern: '^[^\\u0000-\\u001f\\u007f]*$',
+      });
     }
   });
 

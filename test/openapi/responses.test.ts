@@ -381,7 +381,9 @@ for (const backend of backends())
         },
       },
       'user::list': {
-        reach: () => call('GET /users?page=1&limit=5&sort=-createdAt', { token: given.admin }),
+        // A search the seeded user matches: a page with accounts in it.
+        reach: () =>
+          call('GET /users?page=1&limit=5&sort=-lastName&search=EXAMPLE.com', { token: given.admin }),
         400: () => call('GET /users?page=0', { token: given.admin }),
       },
       'user::create': {
@@ -461,7 +463,8 @@ for (const backend of backends())
           call('PATCH /admins/my-account', { token: given.admin, json: { password: 'a new password' } }),
       },
       'admin::list': {
-        reach: () => call('GET /admins?status=active', { token: given.admin }),
+        reach: () =>
+          call('GET /admins?status=active&role=superuser&search=ADM&sort=identity', { token: given.admin }),
         400: () => call('GET /admins?limit=1000', { token: given.admin }),
       },
       'admin::create': {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import type { Account, AccountQuery, AccountStore } from '../../src/accounts/model.ts';
-import { compareAccounts } from '../../src/accounts/model.ts';
+import { compareListed, foldedText, matchesSearch, searchFold, sortKey } from '../../src/accounts/model.ts';
 import { DuplicateIdentity } from '../../src/errors.ts';
 import { MemoryAccountStore } from '../../src/stores/memory/index.ts';
 import { ensureIndexes, mongoCatalogStores } from '../../src/stores/mongo/index.ts';
@@ -25,6 +25,26 @@ function account(identity: string, overrides: Partial<Account> = {}): Account {
   // Distinct, increasing timestamps unless a test wants ties.
   const at = new Date(Date.UTC(2024, 0, 1) + ++seq * 1000);
   return accountRecord({ identity, passwordHash: `$2b$10$hash-of-${identity}`, ...overrides }, at);
+}
+
+/** What a listing answers, computed from the accounts given: the reference every backend matches. */
+function listedFrom(all: Account[], query: AccountQuery): { items: Account[]; total: number } {
+  const search = searchFold(query.search ?? '');
+  const matching = all
+    .filter((a) => query.status === undefined || a.status === query.status)
+    .filter((a) => query.role === undefined || a.roles.includes(query.role))
+    .filter((a) => search === '' || matchesSearch(foldedText(a), search))
+    .map((a) => ({ account: a, id: a.id, key: sortKey(a, query.sort) }))
+    .sort((a, b) => compareListed(a, b, query.order))
+    .map(({ account: a }) => a);
+  const start = (query.page - 1) * query.limit;
+  return { items: matching.slice(start, start + query.limit), total: matching.length };
+}
+
+/** The identities a search finds, oldest first. */
+async function identitiesFound(store: AccountStore, search: string): Promise<string[]> {
+  const { items } = await store.list({ search, sort: 'createdAt', order: 'asc', page: 1, limit: 10 });
+  return items.map((a) => a.identity);
 }
 
 function accountContract(h: ContractHarness<Pair>, options: { separateConnections: boolean }): void {
@@ -150,13 +170,13 @@ function accountContract(h: ContractHarness<Pair>, options: { separateConnection
   test('list filters, sorts (ties broken by id), pages and counts the total', async () => {
     const tie = new Date(Date.UTC(2024, 5, 1));
     const all = [
-      account('m@example.com', { status: 'active' }),
-      account('b@example.com', { status: 'pending' }),
-      account('x@example.com', { status: 'active', createdAt: tie }),
-      account('a@example.com', { status: 'inactive' }),
-      account('q@example.com', { status: 'active', createdAt: tie }),
-      account('c@example.com', { status: 'active', createdAt: tie }),
-      account('z@example.com', { status: 'pending' }),
+      account('m@example.com', { status: 'active', firstName: 'Mia', lastName: 'Stone' }),
+      account('b@example.com', { status: 'pending', lastName: 'stone' }),
+      account('x@example.com', { status: 'active', createdAt: tie, firstName: 'xavier' }),
+      account('A@example.com', { status: 'inactive', firstName: 'Ann', lastName: 'Berg' }),
+      account('q@example.com', { status: 'active', createdAt: tie, lastName: 'Quinn' }),
+      account('c@example.com', { status: 'active', createdAt: tie, firstName: 'ann' }),
+      account('z@example.com', { status: 'pending', firstName: 'Zed', lastName: 'Berg' }),
     ];
     for (const a of all) await h.users.create(a);
 
@@ -168,19 +188,170 @@ function accountContract(h: ContractHarness<Pair>, options: { separateConnection
       { sort: 'createdAt', order: 'desc', page: 1, limit: 4 },
       { sort: 'status', order: 'asc', page: 1, limit: 7 },
       { sort: 'updatedAt', order: 'desc', page: 2, limit: 2 },
+      { sort: 'firstName', order: 'asc', page: 1, limit: 10 },
+      { sort: 'firstName', order: 'desc', page: 1, limit: 10 },
+      { sort: 'lastName', order: 'asc', page: 1, limit: 10 },
+      { sort: 'lastName', order: 'desc', page: 2, limit: 3 },
+      { sort: 'id', order: 'asc', page: 1, limit: 10 },
+      { sort: 'id', order: 'desc', page: 1, limit: 10 },
       { status: 'active', sort: 'createdAt', order: 'desc', page: 1, limit: 2 },
       { status: 'active', sort: 'createdAt', order: 'desc', page: 2, limit: 2 },
       { status: 'pending', sort: 'identity', order: 'asc', page: 1, limit: 10 },
       { status: 'deleted', sort: 'identity', order: 'asc', page: 1, limit: 10 },
+      { search: 'ANN', sort: 'lastName', order: 'asc', page: 1, limit: 10 },
+      { search: 'berg', status: 'pending', sort: 'identity', order: 'desc', page: 1, limit: 10 },
+      { search: 'e', sort: 'firstName', order: 'desc', page: 2, limit: 2 },
+      { search: 'nobody', sort: 'identity', order: 'asc', page: 1, limit: 10 },
+      { search: '', sort: 'identity', order: 'asc', page: 1, limit: 10 },
       { sort: 'identity', order: 'asc', page: 5, limit: 10 },
     ];
     for (const query of queries) {
-      const matching = all
-        .filter((a) => query.status === undefined || a.status === query.status)
-        .sort((a, b) => compareAccounts(a, b, query.sort, query.order));
-      const start = (query.page - 1) * query.limit;
-      const expected = { items: matching.slice(start, start + query.limit), total: matching.length };
-      assert.deepEqual(await h.users.list(query), expected, JSON.stringify(query));
+      assert.deepEqual(await h.users.list(query), listedFrom(all, query), JSON.stringify(query));
+    }
+  });
+
+  test('text sorts ignore case, put unset names first, and order code points as MongoDB does', async () => {
+    const named = (lastName: string | null) => account(`${randomUUID()}@example.com`, { lastName });
+    const none = named(null);
+    const zoe = named('Zoë');
+    const lower = named('adams');
+    const upper = named('Adams');
+    const [adams, Adams] = lower.id < upper.id ? ([lower, upper] as const) : ([upper, lower] as const);
+    const emile = named('Émile');
+    const wideB = named('ｂ');
+    const emoji = named('😀');
+    const privateUse = named('\uE000');
+    for (const a of [zoe, privateUse, emoji, Adams, none, emile, adams, wideB]) await h.users.create(a);
+    // Folded: adams twice (ties by id), b (NFKC of the full-width ｂ), zoë, émile (é is U+00E9,
+    // after z), U+E000, then U+1F600 (a surrogate pair in JavaScript, which `<` puts before U+E000).
+    const ascending = [none, adams, Adams, wideB, zoe, emile, privateUse, emoji].map((a) => a.id);
+    const ids = async (order: 'asc' | 'desc') =>
+      (await h.users.list({ sort: 'lastName', order, page: 1, limit: 10 })).items.map((a) => a.id);
+    assert.deepEqual(await ids('asc'), ascending);
+    assert.deepEqual(await ids('desc'), [...ascending].reverse());
+  });
+
+  test('search: a case-insensitive substring of identity, first or last name, beyond ASCII too', async () => {
+    const alice = account('ÄLIce@example.com');
+    const named = account('someone@example.com', { firstName: 'älice', lastName: 'Smith' });
+    const plain = account('alice@example.com', { lastName: 'Alison' });
+    const strasse = account('s@example.com', { lastName: 'Straße' });
+    const greek = account('g@example.com', { firstName: 'ΟΔΥΣΣΕΥΣ' });
+    const wide = account('w@example.com', { lastName: 'Ｗｉｄｅ' });
+    const decomposed = account('d@example.com', { firstName: 'Zoe\u0308' });
+    for (const a of [alice, named, plain, strasse, greek, wide, decomposed]) await h.users.create(a);
+    const found = (search: string) => identitiesFound(h.users, search);
+    assert.deepEqual(await found('älice'), [alice.identity, named.identity]);
+    assert.deepEqual(await found('ÄLICE'), [alice.identity, named.identity]);
+    assert.deepEqual(await found('äLi'), [alice.identity, named.identity]);
+    assert.deepEqual(await found('alice'), [plain.identity], 'a is not ä');
+    assert.deepEqual(await found('ALI'), [plain.identity]);
+    assert.deepEqual(await found('SMITH'), [named.identity]);
+    assert.deepEqual(await found('STRASSE'), [strasse.identity]);
+    assert.deepEqual(await found('straẞe'), [strasse.identity]);
+    assert.deepEqual(await found('odysseus'), []);
+    assert.deepEqual(await found('οδυσσευς'), [greek.identity], 'a final ς folds as σ');
+    assert.deepEqual(await found('ΣΣΕΥΣ'), [greek.identity]);
+    assert.deepEqual(await found('wide'), [wide.identity]);
+    assert.deepEqual(await found('ZOË'), [decomposed.identity], 'composed and decomposed forms match');
+    assert.deepEqual(
+      await found('@EXAMPLE.COM'),
+      [alice, named, plain, strasse, greek, wide, decomposed].map((a) => a.identity),
+    );
+  });
+
+  test('search text is literal: no pattern, no operator', async () => {
+    const dotted = account('a.c@example.com');
+    const plain = account('abc@example.com', { firstName: '(a+)+$' });
+    const starred = account('star*@example.com', { lastName: '{"$ne":null}' });
+    for (const a of [dotted, plain, starred]) await h.users.create(a);
+    const found = (search: string) => identitiesFound(h.users, search);
+    assert.deepEqual(await found('a.c'), [dotted.identity]);
+    assert.deepEqual(await found('(A+)+$'), [plain.identity]);
+    assert.deepEqual(await found('a+'), [plain.identity]);
+    assert.deepEqual(await found('*'), [starred.identity]);
+    assert.deepEqual(await found('{"$NE":null}'), [starred.identity]);
+    for (const pattern of ['.*', '^a', 'c$', '[a-z]', 'a|b', '\\w', '(?i)A.C', '$gt', '\\', '?', '[', ']']) {
+      assert.deepEqual(await found(pattern), [], pattern);
+    }
+  });
+
+  test('search filters with status and role, and counts only what it matched', async () => {
+    await h.admins.create(account('ops-lead', { roles: ['admin', 'superuser'] }));
+    await h.admins.create(account('ops-night', { roles: ['admin'] }));
+    await h.admins.create(account('ops-old', { roles: ['superuser'], status: 'inactive' }));
+    await h.admins.create(account('root', { roles: ['superuser'], lastName: 'Ops' }));
+    const identities = async (query: Partial<AccountQuery>) => {
+      const { items, total } = await h.admins.list({
+        sort: 'identity',
+        order: 'asc',
+        page: 1,
+        limit: 2,
+        ...query,
+      });
+      return { identities: items.map((a) => a.identity), total };
+    };
+    assert.deepEqual(await identities({ search: 'OPS' }), {
+      identities: ['ops-lead', 'ops-night'],
+      total: 4,
+    });
+    assert.deepEqual(await identities({ search: 'ops', role: 'superuser' }), {
+      identities: ['ops-lead', 'ops-old'],
+      total: 3,
+    });
+    assert.deepEqual(await identities({ search: 'ops', role: 'superuser', status: 'active' }), {
+      identities: ['ops-lead', 'root'],
+      total: 2,
+    });
+    assert.deepEqual(await identities({ role: 'admin', status: 'inactive' }), { identities: [], total: 0 });
+    assert.deepEqual(await identities({ search: 'night', page: 2 }), { identities: [], total: 1 });
+  });
+
+  test('a changed name or identity is searched and sorted by its new value', async () => {
+    const a = account('before@example.com', { firstName: 'Old' });
+    await h.users.create(a);
+    await h.users.update(a.id, { identity: 'After@example.com', firstName: null, lastName: 'Ünder' });
+    const found = async (search: string) =>
+      (await h.users.list({ search, sort: 'lastName', order: 'asc', page: 1, limit: 10 })).total;
+    assert.equal(await found('before'), 0);
+    assert.equal(await found('old'), 0);
+    assert.equal(await found('AFTER@'), 1);
+    assert.equal(await found('ünder'), 1);
+  });
+
+  test('a search against text built to make patterns backtrack takes no longer than a plain one', async () => {
+    // Long identities and names of one letter: the worst case for a pattern such as (a+)+$,
+    // and for a naive substring search, which an escaped literal must keep linear.
+    for (let i = 0; i < 100; i++) {
+      await h.users.create(
+        account(`${'a'.repeat(290)}${i}@example.com`, {
+          firstName: 'a'.repeat(100),
+          lastName: 'a'.repeat(100),
+        }),
+      );
+    }
+    const fastest = async (search: string) => {
+      let best = Number.POSITIVE_INFINITY;
+      for (let round = 0; round < 3; round++) {
+        const started = performance.now();
+        await h.users.list({ search, sort: 'createdAt', order: 'asc', page: 1, limit: 10 });
+        best = Math.min(best, performance.now() - started);
+      }
+      return best;
+    };
+    const baseline = await fastest('z'.repeat(40));
+    for (const search of [
+      '(a+)+$',
+      '(a|aa)*b',
+      `${'a'.repeat(99)}b`,
+      `${'a?'.repeat(30)}${'a'.repeat(30)}`,
+    ]) {
+      const took = await fastest(search);
+      // Generous: an exponential pattern would take seconds to years; a literal stays near the baseline.
+      assert.ok(
+        took <= baseline * 20 + 500,
+        `${search}: ${took.toFixed(1)} ms, plain ${baseline.toFixed(1)} ms`,
+      );
     }
   });
 
@@ -258,6 +429,10 @@ describe('AccountStore: MongoDB documents', { skip: mongoSkipped }, () => {
       assert.ok(raw?.createdAt instanceof Date);
       assert.equal(raw?._id, a.id);
       assert.equal(raw?.identityKey, 'raw@example.com');
+      assert.deepEqual(
+        [raw?.foldedIdentity, raw?.foldedFirstName, raw?.foldedLastName],
+        ['raw@example.com', '', ''],
+      );
       assert.deepEqual(Object.keys((await stores.users.findById(a.id)) ?? {}).sort(), [
         'createdAt',
         'firstName',
@@ -353,6 +528,45 @@ describe('AccountStore: MongoDB documents', { skip: mongoSkipped }, () => {
       logged.length = 0;
       await ensureIndexes(db, log);
       assert.ok(!logged.some((line) => line.includes(upper._id)));
+    });
+  });
+
+  test('at open, accounts stored before search get their folded text, and the listing indexes exist', async () => {
+    const named = { ...legacyAdmin('Ünal', 1), firstName: 'Çelik', lastName: null };
+    const unnamed = legacyAdmin('BERG', 2);
+    delete unnamed.firstName;
+    await withLegacyDocuments([named, unnamed], async ({ db, stores: { admins } }) => {
+      await Promise.all([ensureIndexes(db, () => undefined), ensureIndexes(db, () => undefined)]);
+      const list = (query: Partial<AccountQuery>) =>
+        admins.list({ sort: 'firstName', order: 'asc', page: 1, limit: 10, ...query });
+      assert.deepEqual(
+        (await list({ search: 'ünal' })).items.map((a) => a.id),
+        [named._id],
+      );
+      assert.deepEqual(
+        (await list({ search: 'çelik' })).items.map((a) => a.id),
+        [named._id],
+      );
+      assert.deepEqual(
+        (await list({ search: 'berg' })).items.map((a) => a.id),
+        [unnamed._id],
+      );
+      assert.deepEqual(
+        (await list({})).items.map((a) => a.id),
+        [unnamed._id, named._id],
+      );
+      const raw = await db.collection<StoredDoc>('admins').findOne({ _id: unnamed._id });
+      assert.deepEqual([raw?.foldedIdentity, raw?.foldedFirstName, raw?.foldedLastName], ['berg', '', '']);
+      const indexes = (await db.collection('admins').indexes()).map((index) => index.name);
+      for (const name of [
+        'list_by_identity',
+        'list_by_lastName',
+        'list_by_createdAt',
+        'list_by_status_createdAt',
+      ]) {
+        assert.ok(indexes.includes(name), `${name} in ${indexes.join(', ')}`);
+      }
+      assert.ok((await db.collection('users').indexes()).some((index) => index.name === 'list_by_firstName'));
     });
   });
 

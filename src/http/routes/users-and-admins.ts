@@ -1,5 +1,5 @@
 import { type TSchema, Type } from '@sinclair/typebox';
-import { AccountListQuery, parseAccountListQuery } from '../../accounts/listing.ts';
+import { accountListQuery } from '../../accounts/listing.ts';
 import type { Account, AccountKind } from '../../accounts/model.ts';
 import {
   ACCOUNT_OPERATIONS,
@@ -17,6 +17,7 @@ import {
   UpdateUserBody,
 } from '../../accounts/schemas.ts';
 import type { Role } from '../../identity.ts';
+import { searchParamsObject } from '../body.ts';
 import { HAL_JSON, halCollection, halResource } from '../hal.ts';
 import { type AnyRoute, defineRoute, type Reply } from '../route.ts';
 import { AccountSchema, LOCATION, MessageSchema, problems } from '../schemas.ts';
@@ -79,7 +80,7 @@ const USERS: AccountResource = {
       'Delete own account, with currentPassword (anonymised; every token of it is refused from now on)',
     'change-identity-own':
       'Ask to change own address (with currentPassword): a link to confirm it is mailed there, a notice to the old one',
-    list: 'List user accounts, paginated (?page, ?limit, ?status, ?sort)',
+    list: 'List user accounts, paginated (?page, ?limit), searched (?search), filtered (?status), sorted (?sort)',
     create: 'Create a user account (status defaults to active; no mail is sent)',
     view: 'Read a user account (admins: any, deleted ones as their anonymised record; users: their own)',
     update:
@@ -105,7 +106,7 @@ const ADMINS: AccountResource = {
   summaries: {
     'view-own': "The signed-in administrator's own account",
     'update-own': OWN_PROFILE_SUMMARY,
-    list: 'List administrator accounts, paginated (?page, ?limit, ?status, ?sort)',
+    list: 'List administrator accounts, paginated (?page, ?limit), searched (?search), filtered (?status, ?role), sorted (?sort)',
     create: 'Create an administrator (superuser only; roles default to [admin])',
     view: 'Read an administrator account (deleted ones as their anonymised record)',
     update:
@@ -186,7 +187,7 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
         ...facts,
         method: 'GET',
         path: base,
-        query: AccountListQuery,
+        query: accountListQuery(kind),
         responses: {
           200: {
             description: 'One page',
@@ -196,18 +197,20 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
           ...problems(400, 401, 403, 503),
         },
         async handler({ identity, query }, { accounts }) {
-          const parsed = parseAccountListQuery(query);
-          const { items, total } = await accounts[kind].list(identity, parsed);
-          const page = halCollection({
+          const { items, total, page, limit } = await accounts[kind].list(
+            identity,
+            searchParamsObject(query),
+          );
+          const body = halCollection({
             rel: tag,
             items: items.map((account) => accountResource(account, kind)),
             path: base,
             query,
-            page: parsed.page,
-            limit: parsed.limit,
+            page,
+            limit,
             total,
           });
-          return { status: 200, contentType: HAL_JSON, body: page };
+          return { status: 200, contentType: HAL_JSON, body };
         },
       }),
     create: (facts) =>

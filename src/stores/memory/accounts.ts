@@ -5,8 +5,17 @@ import type {
   AccountStatus,
   AccountStore,
   AdminRole,
+  FoldedText,
+  SortKey,
 } from '../../accounts/model.ts';
-import { compareAccounts, identityKey } from '../../accounts/model.ts';
+import {
+  compareListed,
+  foldedText,
+  identityKey,
+  matchesSearch,
+  searchFold,
+  sortKey,
+} from '../../accounts/model.ts';
 import { DuplicateIdentity } from '../../errors.ts';
 import { copyRecord } from '../record-copy.ts';
 
@@ -14,6 +23,8 @@ import { copyRecord } from '../record-copy.ts';
 export class MemoryAccountStore implements AccountStore {
   readonly #byId = new Map<string, Account>();
   readonly #idByKey = new Map<string, string>();
+  /** Each account's folded text, kept with it so that a search or a sort folds nothing stored. */
+  readonly #foldedById = new Map<string, FoldedText>();
 
   async findById(id: string): Promise<Account | null> {
     return copy(this.#byId.get(id));
@@ -29,6 +40,7 @@ export class MemoryAccountStore implements AccountStore {
     if (this.#idByKey.has(key)) throw new DuplicateIdentity(account.identity);
     this.#idByKey.set(key, account.id);
     this.#byId.set(account.id, copyRecord(account));
+    this.#foldedById.set(account.id, foldedText(account));
   }
 
   async createIfAbsent(account: Account): Promise<boolean> {
@@ -49,6 +61,7 @@ export class MemoryAccountStore implements AccountStore {
       this.#idByKey.set(newKey, id);
     }
     this.#byId.set(id, next);
+    this.#foldedById.set(id, foldedText(next));
     return copy(next);
   }
 
@@ -56,17 +69,24 @@ export class MemoryAccountStore implements AccountStore {
     const current = this.#byId.get(id);
     if (!current) return false;
     this.#byId.delete(id);
+    this.#foldedById.delete(id);
     this.#idByKey.delete(identityKey(current.identity));
     return true;
   }
 
   async list(query: AccountQuery): Promise<{ items: Account[]; total: number }> {
-    const matching = [...this.#byId.values()]
-      .filter((account) => query.status === undefined || account.status === query.status)
-      .sort((a, b) => compareAccounts(a, b, query.sort, query.order));
+    const search = query.search === undefined ? '' : searchFold(query.search);
+    const matching: { account: Account; id: string; key: SortKey }[] = [];
+    for (const account of this.#byId.values()) {
+      if (!matchesFilter(account, query)) continue;
+      const folded = this.#foldedById.get(account.id) ?? foldedText(account);
+      if (search !== '' && !matchesSearch(folded, search)) continue;
+      matching.push({ account, id: account.id, key: sortKey(account, query.sort, folded) });
+    }
     const start = (query.page - 1) * query.limit;
+    const ordered = firstInOrder(matching, start + query.limit, (a, b) => compareListed(a, b, query.order));
     return {
-      items: matching.slice(start, start + query.limit).map((a) => copyRecord(a)),
+      items: ordered.slice(start).map(({ account }) => copyRecord(account)),
       total: matching.length,
     };
   }
@@ -74,13 +94,44 @@ export class MemoryAccountStore implements AccountStore {
   async count(filter: { status?: AccountStatus; role?: AdminRole; except?: string }): Promise<number> {
     let n = 0;
     for (const account of this.#byId.values()) {
-      if (account.id === filter.except) continue;
-      if (filter.status !== undefined && account.status !== filter.status) continue;
-      if (filter.role !== undefined && !account.roles.includes(filter.role)) continue;
-      n++;
+      if (account.id !== filter.except && matchesFilter(account, filter)) n++;
     }
     return n;
   }
+}
+
+/** Up to this many first items are picked in one pass; more are sorted. */
+const PICKED_AT_MOST = 200;
+
+/**
+ * The first `count` items in order. A page near the start of a long listing (most pages a
+ * console shows) needs only those: one pass keeps them, sorted, in O(n log count) instead of
+ * sorting all n.
+ */
+function firstInOrder<T>(items: T[], count: number, compare: (a: T, b: T) => number): T[] {
+  if (count >= items.length || count > PICKED_AT_MOST) return items.sort(compare).slice(0, count);
+  const first: T[] = [];
+  for (const item of items) {
+    const last = first[count - 1];
+    if (last !== undefined && compare(item, last) >= 0) continue;
+    let low = 0;
+    let high = first.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (compare(first[middle] as T, item) <= 0) low = middle + 1;
+      else high = middle;
+    }
+    first.splice(low, 0, item);
+    if (first.length > count) first.pop();
+  }
+  return first;
+}
+
+function matchesFilter(account: Account, filter: { status?: AccountStatus; role?: AdminRole }): boolean {
+  return (
+    (filter.status === undefined || account.status === filter.status) &&
+    (filter.role === undefined || account.roles.includes(filter.role))
+  );
 }
 
 function copy(account: Account | undefined): Account | null {

@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import type { CatalogStores } from '../stores.ts';
-import { type AccountDoc, foldIdentityKeys, MongoAccountStore } from './accounts.ts';
+import { type AccountDoc, ensureListing, foldIdentityKeys, MongoAccountStore } from './accounts.ts';
 import { AVATARS_COLLECTION, type AvatarDoc, MongoAvatarStore } from './avatars.ts';
 import { DEPLOYMENT_COLLECTION, type DeploymentFactDoc, MongoCachingNodeRegistry } from './caching-nodes.ts';
 import { type ClientDoc, MongoClientStore, MongoScopeStore, type ScopeDoc } from './catalog.ts';
@@ -17,7 +17,7 @@ export type MongoCatalogStores = CatalogStores;
 /**
  * The unique indexes every write path relies on, and the migrations of stored data they
  * need. `createIndex` is idempotent, so every process runs this at open and concurrent
- * starts agree. Only plain single-field unique indexes: no collation and no partial filter,
+ * starts agree. Only plain indexes: no collation and no partial filter,
  * which FerretDB 1.x (SQLite) does not support.
  */
 export async function ensureIndexes(db: Db, log: (message: string) => void): Promise<void> {
@@ -29,6 +29,9 @@ export async function ensureIndexes(db: Db, log: (message: string) => void): Pro
   // two folded keys alike would make the index creation fail the start).
   await foldIdentityKeys(admins, log);
   await db.collection('users').createIndex({ identityKey: 1 }, { unique: true, name: 'identityKey_unique' });
+  // The listings' indexes, and the folded text they search in documents stored before it.
+  await ensureListing(admins);
+  await ensureListing(db.collection<AccountDoc>('users'));
   await db.collection('clients').createIndex({ name: 1 }, { unique: true, name: 'name_unique' });
   await MongoOneTimeTokenStore.ensureIndexes(db.collection<OneTimeTokenDoc>(ONE_TIME_TOKENS_COLLECTION));
   await MongoLeaseStore.ensureIndexes(db.collection<LeaseDoc>(LEASES_COLLECTION));
