@@ -70,8 +70,11 @@ export class RedisInvalidations implements Invalidations {
     this.#timing = timing;
     this.#onPublishFailure = onPublishFailure;
     // duplicate() follows whatever shape (single, Sentinel, Cluster) the publisher was built with.
-    // The same call on either client; TypeScript cannot call a method whose overloads differ by union member.
-    this.#subscriber = publisher instanceof Cluster ? publisher.duplicate() : publisher.duplicate();
+    // Off: ioredis's own resubscription on reconnect drops its promise, so a connection lost
+    // again at once rejected it unhandled, which ends the worker; the 'ready' handler below
+    // subscribes on every connection and handles its failure.
+    this.#subscriber =
+      publisher instanceof Cluster ? publisher.duplicate() : publisher.duplicate({ autoResubscribe: false });
     this.#subscriber.on('message', (_channel: string, message: string) => this.#receive(message));
     this.#subscriber.on('ready', () => {
       this.#subscriber.subscribe(CHANNEL).then(
