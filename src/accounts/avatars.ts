@@ -2,6 +2,7 @@ import { Forbidden, NotFound } from '../errors.ts';
 import { type Actor, type Role, requirePermission } from '../identity.ts';
 import { isUuid } from '../ids.ts';
 import { type AvatarLimits, recogniseAvatar } from './avatar-image.ts';
+import { withoutMetadata } from './avatar-metadata.ts';
 import type { Avatar, AvatarStore } from './avatar-store.ts';
 import type { Account, AccountStore } from './model.ts';
 import { ownAccountOf } from './permissions.ts';
@@ -86,7 +87,8 @@ export function createAvatars(deps: {
       const account = await changedAccount(actor, owner);
       const bytes = await upload();
       const { mediaType } = recogniseAvatar(bytes, limits);
-      await avatars.put(account.id, { mediaType, bytes });
+      // Published to whoever may read it: never where or with what it was taken.
+      await avatars.put(account.id, { mediaType, bytes: withoutMetadata(bytes, mediaType) });
       const written = await sessions.write('user', account, { hasAvatar: true, updatedAt: now() });
       if (written && written.status !== 'deleted') return;
       await avatars.delete(account.id);
