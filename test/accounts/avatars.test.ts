@@ -571,6 +571,61 @@ for (const backend of backends())
       assert.equal(await avatars.find(user.id), null);
     });
 
+    test('uploads and removals of one avatar at once: every interleaving leaves the account and the image in agreement', async () => {
+      const user = await newUser();
+      const path = '/users/my-account/avatar';
+      const { avatars, users } = server.app.stores;
+      const originals = { put: avatars.put, delete: avatars.delete, has: avatars.has, update: users.update };
+      // A random pause before each write and each look at the image, so that the requests
+      // interleave in ever other orders (what is asserted is the state they leave, never how
+      // long they took).
+      const pause = () => new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 4)));
+      avatars.put = async (...args) => {
+        await pause();
+        return originals.put.apply(avatars, args);
+      };
+      avatars.delete = async (...args) => {
+        await pause();
+        return originals.delete.apply(avatars, args);
+      };
+      avatars.has = async (...args) => {
+        await pause();
+        return originals.has.apply(avatars, args);
+      };
+      users.update = async (...args) => {
+        await pause();
+        return originals.update.apply(users, args);
+      };
+      const put = (n: number) => putRaw(path, user.token, png(1 + (n % 3), 1), 'image/png');
+      const remove = () => call('DELETE', path, user.token);
+      const rounds: (() => Promise<Answer>)[][] = [
+        [() => put(0), remove],
+        [remove, () => put(1)],
+        [() => put(2), () => put(3)],
+        [() => put(4), remove, () => put(5), remove],
+      ];
+      try {
+        for (let i = 0; i < 60; i++) {
+          const round = rounds[i % rounds.length] ?? [];
+          for (const answered of await Promise.all(round.map((request) => request())))
+            assert.equal(answered.status, 204, answered.bytes.toString());
+          const hasAvatar = (await users.findById(user.id))?.hasAvatar;
+          const image = await avatars.find(user.id);
+          assert.equal(
+            hasAvatar,
+            image !== null,
+            `round ${i}: hasAvatar ${hasAvatar}, image ${image !== null}`,
+          );
+        }
+      } finally {
+        Object.assign(avatars, { put: originals.put, delete: originals.delete, has: originals.has });
+        users.update = originals.update;
+      }
+      // And as a client sees it: the link leads to the image exactly when there is one.
+      const linked = ((await call('GET', '/users/my-account', user.token)).json()._links as Json).avatar;
+      assert.equal(linked !== undefined, (await avatarOf(path, user.token)).status === 200);
+    });
+
     test('an upload still arriving while its user is deleted leaves no image behind (404)', async () => {
       const user = await newUser();
       const image = png(16, 16);
