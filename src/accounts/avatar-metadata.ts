@@ -132,6 +132,7 @@ function webpWithoutMetadata(bytes: Uint8Array): Uint8Array {
   const riffEnd = 8 + view.getUint32(4, true); // recognition checked RIFF … WEBP
   if (riffEnd > bytes.length) throw fail('its RIFF size runs past the end of the image');
   const kept: Uint8Array[] = [];
+  let pictured = false;
   let at = 12;
   while (at < riffEnd) {
     if (at + 8 > riffEnd) throw fail(`the chunk at byte ${at} is cut short`);
@@ -146,6 +147,7 @@ function webpWithoutMetadata(bytes: Uint8Array): Uint8Array {
       kept.push(header);
     } else if (fourcc !== 'EXIF' && fourcc !== 'XMP ') {
       kept.push(bytes.subarray(at, end));
+      pictured ||= WEBP_IMAGE_CHUNKS.has(fourcc);
     }
     // Chunks are padded to an even size; the last one's padding is written if it is missing.
     if (size % 2 === 1) {
@@ -155,6 +157,8 @@ function webpWithoutMetadata(bytes: Uint8Array): Uint8Array {
       at = end;
     }
   }
+  // Its header may name dimensions the RIFF holds no picture for (a RIFF size cut short).
+  if (!pictured) throw fail('it holds no image data (VP8, VP8L or ANMF chunk)');
   const body = concat(kept);
   const header = new Uint8Array(12);
   header.set(bytes.subarray(0, 12));
@@ -162,6 +166,7 @@ function webpWithoutMetadata(bytes: Uint8Array): Uint8Array {
   return concat([header, body]);
 }
 
+const WEBP_IMAGE_CHUNKS: ReadonlySet<string> = new Set(['VP8 ', 'VP8L', 'ANMF']);
 const VP8X_EXIF = 0x08;
 const VP8X_XMP = 0x04;
 

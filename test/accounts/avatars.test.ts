@@ -255,6 +255,9 @@ for (const backend of backends())
       const webp = webpExtended(VP8X_EXIF, [], [riffChunk('EXIF', GPS)]);
       const webpOver = Buffer.from(webp);
       webpOver.writeUInt32LE(0x7fff, webp.length - GPS.length - 4);
+      // A RIFF that ends after the VP8X header, which names the dimensions: no picture.
+      const webpBare = Buffer.from(webp);
+      webpBare.writeUInt32LE(4 + 18, 4);
       for (const [label, type, bytes, detail] of [
         // A comment after the frame header whose length runs past the end.
         [
@@ -278,6 +281,7 @@ for (const backend of backends())
         ],
         ['PNG', 'image/png', Buffer.concat([pngImage.subarray(0, cut), Buffer.of(0, 0)]), /PNG.*cut short/],
         ['WebP', 'image/webp', webpOver, /WebP.*past the end/],
+        ['WebP', 'image/webp', webpBare, /WebP.*no image data/],
       ] as const) {
         assertProblem(await putRaw('/users/my-account/avatar', user.token, bytes, type), 400, detail);
         assert.equal(await server.app.stores.avatars.find(user.id), null, label);
