@@ -22,23 +22,40 @@ export const SEED = {
   user: { identity: 'user@example.com', password: 'user-password-change-me' },
 };
 
+/**
+ * What creating a seed record came to: `created`; `exists`, its name taken (by an earlier
+ * seed, another process seeding at once, or the operator); `not-seeded`, an account left out
+ * because its store already held accounts of the operator's.
+ */
+type SeedOutcome = 'created' | 'exists' | 'not-seeded';
+
 /** One seed record: its mark in the seed ledger (`client:admin`), and how to find and create it. */
 interface SeedRecord {
   key: string;
   /** Whether it is there under its seeded name. */
   present(stores: Stores): Promise<boolean>;
   /**
-   * Creates it unless its name is taken; true when it did. An account is seeded only into an
-   * empty store, unless `restoring`.
+   * Creates it unless its name is taken. An account is seeded only into an empty store,
+   * unless `restoring`.
    */
-  create(stores: Stores, passwords: PasswordHasher, restoring: boolean): Promise<boolean>;
+  create(stores: Stores, passwords: PasswordHasher, restoring: boolean): Promise<SeedOutcome>;
 }
+
+const outcome = (created: boolean): SeedOutcome => (created ? 'created' : 'exists');
+
+/**
+ * The ledger's note that a seed account was never created, its store holding the operator's
+ * own accounts at the first seed: it is not created later either, and since it never existed
+ * it is not reported as removed. A record created later (`seed --restore`) is marked under its
+ * own key too, and from then on counts as seeded.
+ */
+const notSeededKey = (key: string): string => `not-seeded:${key}`;
 
 /** The scope: created first, and the one record nothing removes. */
 const SCOPE: SeedRecord = {
   key: `scope:${SEED.scope.name}`,
   present: async (stores) => (await stores.scopes.findByName(SEED.scope.name)) !== null,
-  create: (stores) => stores.scopes.createIfAbsent(SEED.scope),
+  create: async (stores) => outcome(await stores.scopes.createIfAbsent(SEED.scope)),
 };
 
 const CLIENTS_AND_ACCOUNTS: readonly SeedRecord[] = [
@@ -46,18 +63,20 @@ const CLIENTS_AND_ACCOUNTS: readonly SeedRecord[] = [
     ({ name, secret, accountKind }): SeedRecord => ({
       key: `client:${name}`,
       present: async (stores) => (await stores.clients.findByName(name)) !== null,
-      create: (stores) =>
-        stores.clients.createIfAbsent(
-          newClientRecord(
-            {
-              name,
-              type: 'confidential',
-              secretDigest: digestClientSecret(secret),
-              accountKind,
-              redirectUris: [],
-              grants: LEGACY_CLIENT_GRANTS,
-            },
-            new Date(),
+      create: async (stores) =>
+        outcome(
+          await stores.clients.createIfAbsent(
+            newClientRecord(
+              {
+                name,
+                type: 'confidential',
+                secretDigest: digestClientSecret(secret),
+                accountKind,
+                redirectUris: [],
+                grants: LEGACY_CLIENT_GRANTS,
+              },
+              new Date(),
+            ),
           ),
         ),
     }),
@@ -80,12 +99,16 @@ function seedAccount(
     async create(stores, passwords, restoring) {
       const store = storeOf(stores);
       // Into an empty store only, as ever: an operator who created their own administrators
-      // before the first start has no use for the seeded one.
-      if (!restoring && (await store.count({})) > 0) return false;
-      return store.createIfAbsent(
-        newAccountRecord(
-          { identity, passwordHash: await passwords.hash(password), status: 'active', roles },
-          new Date(),
+      // before the first start has no use for the seeded one. The store may hold it already,
+      // created by another process seeding at once: then it is there, like any taken name.
+      if (!restoring && (await store.count({})) > 0)
+        return (await store.findByIdentity(identity)) ? 'exists' : 'not-seeded';
+      return outcome(
+        await store.createIfAbsent(
+          newAccountRecord(
+            { identity, passwordHash: await passwords.hash(password), status: 'active', roles },
+            new Date(),
+          ),
         ),
       );
     },
@@ -98,7 +121,8 @@ export const seedLabel = (key: string): string => key.replace(':', ' ');
 /**
  * Creates each seed record the first time, and never again: a record is marked in the seed
  * ledger once it exists, and a marked one is not created again, so one an operator removed
- * stays removed. Of several processes seeding at once each creates what is not marked yet
+ * stays removed. A seed account left out because the operator had accounts of their own is
+ * noted instead (notSeededKey), and not created later either. Of several processes seeding at once each creates what is not marked yet
  * (createIfAbsent: exactly one of them does), so none of them goes on to serve before the seed
  * records are there, and one that dies between a record and its mark leaves the mark to the
  * next. Never touches a record that exists. Returns the labels of the records it created.
@@ -118,11 +142,12 @@ export async function seed(stores: Stores, passwords: PasswordHasher): Promise<s
   const created: string[] = [];
   await seedLedger.claim(SCOPE.key);
   // Whoever marked it: no request succeeds without the scope, and nothing removes it.
-  if (await SCOPE.create(stores, passwords, false)) created.push(seedLabel(SCOPE.key));
+  if ((await SCOPE.create(stores, passwords, false)) === 'created') created.push(seedLabel(SCOPE.key));
   for (const record of CLIENTS_AND_ACCOUNTS) {
-    if (await seedLedger.has(record.key)) continue;
-    if (await record.create(stores, passwords, false)) created.push(seedLabel(record.key));
-    await seedLedger.claim(record.key);
+    if ((await seedLedger.has(record.key)) || (await seedLedger.has(notSeededKey(record.key)))) continue;
+    const result = await record.create(stores, passwords, false);
+    if (result === 'created') created.push(seedLabel(record.key));
+    await seedLedger.claim(result === 'not-seeded' ? notSeededKey(record.key) : record.key);
   }
   return created;
 }
@@ -146,13 +171,16 @@ export async function restoreSeedRecords(
   const restored: string[] = [];
   for (const record of SEED_RECORDS) {
     if (!keys.includes(record.key)) continue;
-    if (await record.create(stores, passwords, true)) restored.push(seedLabel(record.key));
+    if ((await record.create(stores, passwords, true)) === 'created') restored.push(seedLabel(record.key));
     await stores.seedLedger.claim(record.key);
   }
   return restored;
 }
 
-/** The seed records that were seeded and are missing now: removed (or renamed) by an operator. */
+/**
+ * The seed records that were seeded and are missing now: removed (or renamed) by an operator.
+ * (In a store that earlier versions seeded, every record counts as seeded: see `seed`.)
+ */
 export async function removedSeedRecords(stores: Stores): Promise<string[]> {
   const removed: string[] = [];
   for (const record of SEED_RECORDS) {
@@ -160,6 +188,23 @@ export async function removedSeedRecords(stores: Stores): Promise<string[]> {
       removed.push(record.key);
   }
   return removed;
+}
+
+/**
+ * The seed accounts never created, because their store held the operator's own accounts at
+ * the first seed (an administrator created before the first start), and still missing.
+ */
+export async function unseededSeedRecords(stores: Stores): Promise<string[]> {
+  const unseeded: string[] = [];
+  for (const record of SEED_RECORDS) {
+    if (
+      (await stores.seedLedger.has(notSeededKey(record.key))) &&
+      !(await stores.seedLedger.has(record.key)) &&
+      !(await record.present(stores))
+    )
+      unseeded.push(record.key);
+  }
+  return unseeded;
 }
 
 /**

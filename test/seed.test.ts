@@ -6,7 +6,7 @@ import { newAccountRecord } from '../src/accounts/account-record.ts';
 import type { Account } from '../src/accounts/model.ts';
 import { createPasswordHasher, type PasswordHasher } from '../src/accounts/password-hasher.ts';
 import { LEGACY_CLIENT_GRANTS } from '../src/oauth/model.ts';
-import { seed } from '../src/seed.ts';
+import { removedSeedRecords, restoreSeedRecords, seed, unseededSeedRecords } from '../src/seed.ts';
 import type { Stores } from '../src/stores/stores.ts';
 import { uniqueName, withDatabase } from './support/backends.ts';
 import { openTestStores } from './support/stores.ts';
@@ -64,6 +64,42 @@ describe('seeding', () => {
       assert.deepEqual(await seed(stores, hasher), []);
       assert.equal(await stores.admins.findByIdentity('admin'), null);
       assert.equal(await stores.users.findByIdentity('user@example.com'), null);
+    } finally {
+      await stores.close();
+    }
+  });
+
+  test('an administrator created before the first start: no seed admin, and it is not reported as removed', async () => {
+    const stores = await openTestStores({});
+    try {
+      await stores.admins.create(
+        newAccountRecord(
+          { identity: 'ops', passwordHash: 'x', status: 'active', roles: ['superuser'] },
+          new Date(),
+        ),
+      );
+      assert.deepEqual((await seed(stores, hasher)).sort(), [
+        'client admin',
+        'client frontend',
+        'scope api',
+        'user user@example.com',
+      ]);
+      assert.equal(await stores.admins.findByIdentity('admin'), null);
+      // Never created, so never removed: the operator's own administrator took its place.
+      assert.deepEqual(await removedSeedRecords(stores), []);
+      assert.deepEqual(await unseededSeedRecords(stores), ['admin:admin']);
+      // And still not seeded at the next start, though the ledger does not mark it seeded.
+      assert.deepEqual(await seed(stores, hasher), []);
+      assert.equal(await stores.admins.findByIdentity('admin'), null);
+      assert.deepEqual(await removedSeedRecords(stores), []);
+      // Once the operator removes a seed record that was created, that one is named as removed.
+      const user = await stores.users.findByIdentity('user@example.com');
+      await stores.users.update(user?.id ?? '', { identity: 'renamed@example.com' });
+      assert.deepEqual(await removedSeedRecords(stores), ['user:user@example.com']);
+      assert.deepEqual(await unseededSeedRecords(stores), ['admin:admin']);
+      // Asked for, it is created after all, and counts as seeded from then on.
+      assert.deepEqual(await restoreSeedRecords(stores, hasher, ['admin:admin']), ['admin admin']);
+      assert.deepEqual(await unseededSeedRecords(stores), []);
     } finally {
       await stores.close();
     }

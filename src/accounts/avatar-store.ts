@@ -21,6 +21,8 @@ export interface Avatar {
 export interface AvatarStore {
   /** The account's avatar, or null. */
   find(accountId: string): Promise<Avatar | null>;
+  /** Whether the account has an avatar, without reading the image. */
+  has(accountId: string): Promise<boolean>;
   /** Stores the account's avatar, replacing the one it had. */
   put(accountId: string, avatar: Avatar): Promise<void>;
   /** Removes the account's avatar; whether there was one. */

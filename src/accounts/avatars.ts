@@ -2,6 +2,7 @@ import { Forbidden, NotFound } from '../errors.ts';
 import { type Actor, type Role, requirePermission } from '../identity.ts';
 import { isUuid } from '../ids.ts';
 import { type AvatarLimits, recogniseAvatar } from './avatar-image.ts';
+import { withoutMetadata } from './avatar-metadata.ts';
 import type { Avatar, AvatarStore } from './avatar-store.ts';
 import type { Account, AccountStore } from './model.ts';
 import { ownAccountOf } from './permissions.ts';
@@ -23,10 +24,43 @@ export type AvatarOwner = 'own' | { id: string };
 export type Avatars = ReturnType<typeof createAvatars>;
 
 /**
+ * Makes the account's `hasAvatar` say what the avatar store holds; called by every request
+ * after its last change to the image. The image and the flag are two writes to two stores,
+ * and requests for one account's avatar run at once (an upload and a removal, two uploads, the
+ * account's deletion), so the flag is never written from what a request did itself, which
+ * another may have undone since (an upload's `true` landing after a removal's `false`, over no
+ * image). The store is read, the flag written from it, and the store read again: when the two
+ * reads differ, another request changed the image meanwhile, and it is done again.
+ *
+ * Why that ends in agreement, whatever the interleaving: take the last flag write, by request
+ * R, which read the store before it and, once it was written, saw the same. An image change
+ * after that second read would be followed by its own request's flag write, later than R's,
+ * which is the last; so every change comes before R's second read, which saw the final image,
+ * and R wrote that. It terminates: each repetition answers a change another request made.
+ *
+ * `touched`: the request changed the avatar, so the account's `updatedAt` moves.
+ */
+export async function settleAvatarFlag(
+  deps: { avatars: Pick<AvatarStore, 'has'>; sessions: Pick<Sessions, 'write'>; now: () => Date },
+  account: Account,
+  touched: boolean,
+): Promise<Account | null> {
+  for (;;) {
+    const stored = await deps.avatars.has(account.id);
+    const written = await deps.sessions.write('user', account, {
+      hasAvatar: stored,
+      ...(touched ? { updatedAt: deps.now() } : {}),
+    });
+    if (!written || (await deps.avatars.has(account.id)) === stored) return written;
+  }
+}
+
+/**
  * Users' avatars. The image is the truth and the account's `hasAvatar` follows it: a change
- * writes the image first and the flag second, so a failure between the two leaves at most a
- * link missing (after an upload) or leading to a 404 (after a removal), and the same request
- * sent again completes it. GET always answers what the avatar store holds.
+ * writes the image first and then settles the flag (settleAvatarFlag), so a failure between
+ * the two leaves at most a link missing (after an upload) or leading to a 404 (after a
+ * removal), and the same request sent again completes it. GET always answers what the avatar
+ * store holds.
  */
 export function createAvatars(deps: {
   users: AccountStore;
@@ -38,6 +72,8 @@ export function createAvatars(deps: {
   const { users, avatars, sessions, limits } = deps;
   const now = deps.now ?? (() => new Date());
   const noSuchUser = () => new NotFound('No such user');
+  const settle = (account: Account, touched: boolean) =>
+    settleAvatarFlag({ avatars, sessions, now }, account, touched);
 
   /** The owner's account id, refused by the rules above before anything is read. */
   function ownerId(actor: Actor, owner: AvatarOwner): string {
@@ -86,19 +122,20 @@ export function createAvatars(deps: {
       const account = await changedAccount(actor, owner);
       const bytes = await upload();
       const { mediaType } = recogniseAvatar(bytes, limits);
-      await avatars.put(account.id, { mediaType, bytes });
-      const written = await sessions.write('user', account, { hasAvatar: true, updatedAt: now() });
+      // Published to whoever may read it: never where or with what it was taken.
+      await avatars.put(account.id, { mediaType, bytes: withoutMetadata(bytes, mediaType) });
+      const written = await settle(account, true);
       if (written && written.status !== 'deleted') return;
       await avatars.delete(account.id);
-      if (written) await sessions.write('user', written, { hasAvatar: false });
+      await settle(written ?? account, false);
       throw noSuchUser();
     },
 
     /** Removes the avatar; having none already is no error (the request may be a retry). */
     async remove(actor: Actor, owner: AvatarOwner): Promise<void> {
       const account = await changedAccount(actor, owner);
-      await avatars.delete(account.id);
-      if (account.hasAvatar) await sessions.write('user', account, { hasAvatar: false, updatedAt: now() });
+      const removed = await avatars.delete(account.id);
+      await settle(account, removed || account.hasAvatar);
     },
   };
 }

@@ -4,6 +4,7 @@ import { isUuid } from '../ids.ts';
 import type { RuleLock } from '../rule-lock.ts';
 import { cleanName, newAccountRecord } from './account-record.ts';
 import type { AvatarStore } from './avatar-store.ts';
+import { settleAvatarFlag } from './avatars.ts';
 import {
   type AccountUpdate,
   checkInput,
@@ -61,7 +62,7 @@ export function createAccountManagement(deps: {
   passwords: Pick<PasswordHasher, 'hash' | 'verify'>;
   ruleLock: RuleLock;
   /** The avatars of this kind of account, if it has them (users). */
-  avatars?: Pick<AvatarStore, 'delete'>;
+  avatars?: Pick<AvatarStore, 'delete' | 'has'>;
   now?: () => Date;
 }) {
   const { kind, accounts, sessions, oneTimeTokens, passwords, ruleLock, avatars } = deps;
@@ -123,7 +124,8 @@ export function createAccountManagement(deps: {
    * The avatar goes first: should the anonymisation then fail, the account is still there to
    * be deleted again, and a deleted account never keeps an image. It goes once more after: an
    * upload that began before the deletion may have stored its image in between (an upload
-   * that stores it later finds the account deleted and removes it itself: avatars.ts).
+   * that stores it later finds the account deleted and removes it itself: avatars.ts). That
+   * is a change to the image like any other, so the flag is settled after it.
    */
   async function erase(account: Account): Promise<void> {
     await avatars?.delete(account.id);
@@ -139,7 +141,10 @@ export function createAccountManagement(deps: {
         updatedAt: now(),
       }),
     );
-    await avatars?.delete(account.id);
+    if (avatars) {
+      await avatars.delete(account.id);
+      await settleAvatarFlag({ avatars, sessions, now }, account, false);
+    }
     await oneTimeTokens.deleteForAccount(account.id);
   }
 

@@ -41,7 +41,8 @@ export interface Account {
   sessionKey: string;
   /**
    * Whether the account has an avatar (avatar-store.ts), so that its representation links it
-   * without asking the avatar store. Written after the image and cleared after its removal.
+   * without asking the avatar store. Settled from the avatar store after every change to the
+   * image (settleAvatarFlag in avatars.ts).
    */
   hasAvatar: boolean;
   createdAt: Date;

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
+import { imageSize } from 'image-size';
 import { BackendUnavailable } from '../../src/errors.ts';
 import { MULTIPART_ALLOWANCE } from '../../src/http/upload.ts';
 import { SEEDED_ADMIN } from '../support/http.ts';
@@ -15,11 +16,19 @@ import {
   HTML,
   JPEG,
   jpegDeclaring,
+  jpegSegment,
+  jpegWithSegments,
   png,
   pngDeclaring,
+  pngWithChunks,
+  riffChunk,
   SVG,
+  VP8X_EXIF,
+  VP8X_ICC,
+  VP8X_XMP,
   WEBP_LOSSLESS,
   WEBP_LOSSY,
+  webpExtended,
 } from '../support/images.ts';
 import { backends, describeBackendSkip, startTestServer, type TestServer } from '../support/server.ts';
 import { adminLogin, PASSWORD, storeAccount, userLogin } from './fixtures.ts';
@@ -131,6 +140,163 @@ for (const backend of backends())
         for (const caching of ['etag', 'last-modified', 'cache-control', 'expires'])
           assert.equal(got.headers.get(caching), null, caching);
       }
+    });
+
+    /**
+     * What a phone or an editor writes into an image besides its pixels. Each must be gone
+     * from what is served; the colour information and the pixels stay, byte for byte.
+     */
+    const GPS = Buffer.from('GPSLatitude 51/1 30/1 2/1 N GPSLongitude 0/1 7/1 28/1 W');
+    const SERIAL = Buffer.from('BodySerialNumber 0123456789');
+    const XMP = Buffer.from(
+      'http://ns.adobe.com/xap/1.0/\0<x:xmpmeta><exif:GPSLatitude>51,30N</exif:GPSLatitude>',
+    );
+    const COMMENT = Buffer.from('Taken at home, 12 Privet Drive');
+    const SECRETS = [GPS, SERIAL, XMP, COMMENT];
+    const exif = Buffer.concat([Buffer.from('Exif\0\0MM\0*'), GPS, SERIAL]);
+    const ICC = Buffer.concat([Buffer.from('ICC_PROFILE\0\x01\x01'), Buffer.alloc(40, 0x11)]);
+
+    function assertNoMetadata(served: Buffer, label: string): void {
+      for (const secret of SECRETS) assert.equal(served.includes(secret), false, `${label}: ${secret}`);
+    }
+
+    test('metadata is removed before the image is stored: no GPS position, serial, XMP or comment is served', async () => {
+      const user = await newUser();
+      const jpegKept = [jpegSegment(0xe2, ICC), jpegSegment(0xee, Buffer.from('Adobe\0\x64\0\0\0\0\x01'))];
+      const cases = [
+        {
+          label: 'JPEG',
+          type: 'image/jpeg',
+          sent: jpegWithSegments(
+            [
+              jpegSegment(0xe1, exif),
+              jpegKept[0] as Buffer,
+              jpegSegment(0xe1, XMP),
+              jpegSegment(0xed, Buffer.concat([Buffer.from('Photoshop 3.0\0'), COMMENT])),
+              jpegSegment(0xe3, SERIAL),
+              jpegKept[1] as Buffer,
+              jpegSegment(0xef, GPS),
+              jpegSegment(0xfe, COMMENT),
+            ],
+            // Another image after the end, as phones append one, with its own Exif.
+            Buffer.concat([Buffer.of(0xff, 0xd8), jpegSegment(0xe1, exif), Buffer.of(0xff, 0xd9)]),
+          ),
+          kept: jpegWithSegments(jpegKept),
+        },
+        {
+          label: 'PNG',
+          type: 'image/png',
+          sent: pngWithChunks(3, 2, [
+            ['tEXt', Buffer.concat([Buffer.from('Comment\0'), COMMENT])],
+            ['sRGB', Buffer.of(0)],
+            ['zTXt', Buffer.concat([Buffer.from('Serial\0\0'), SERIAL])],
+            ['iTXt', Buffer.concat([Buffer.from('XML:com.adobe.xmp\0\0\0\0\0'), XMP])],
+            ['eXIf', Buffer.concat([Buffer.from('MM\0*'), GPS])],
+            ['tIME', Buffer.of(0x07, 0xea, 11, 24, 23, 59, 0)],
+          ]),
+          kept: pngWithChunks(3, 2, [['sRGB', Buffer.of(0)]]),
+        },
+        {
+          label: 'WebP',
+          type: 'image/webp',
+          sent: webpExtended(
+            VP8X_ICC | VP8X_EXIF | VP8X_XMP,
+            [riffChunk('ICCP', ICC)],
+            [
+              riffChunk('EXIF', Buffer.concat([Buffer.from('MM\0*'), GPS, SERIAL, Buffer.of(1)])),
+              riffChunk('XMP ', XMP),
+            ],
+          ),
+          kept: webpExtended(VP8X_ICC, [riffChunk('ICCP', ICC)], []),
+        },
+      ];
+      for (const { label, type, sent, kept } of cases) {
+        for (const secret of SECRETS.slice(0, 2))
+          assert.ok(sent.includes(secret), `${label} carries it when sent`);
+        assert.equal((await putRaw('/users/my-account/avatar', user.token, sent, type)).status, 204, label);
+        const served = await avatarOf('/users/my-account/avatar', user.token);
+        assert.equal(served.headers.get('content-type'), type, label);
+        assertNoMetadata(served.bytes, label);
+        assert.deepEqual(served.bytes, kept, label);
+        const { width, height } = imageSize(sent);
+        assert.deepEqual(imageSize(served.bytes), { ...imageSize(served.bytes), width, height }, label);
+        // As a form too.
+        assert.equal(
+          (await putForm('/users/my-account/avatar', user.token, [{ field: 'avatar', bytes: sent }])).status,
+          204,
+        );
+        assertNoMetadata(
+          await server.app.stores.avatars.find(user.id).then((a) => Buffer.from(a?.bytes ?? [])),
+          label,
+        );
+      }
+    });
+
+    test('a JPEG loses its comments and application segments after its scan data too', async () => {
+      const user = await newUser();
+      // Where a progressive image has further scans, and tables and comments between them.
+      const eoi = JPEG.length - 2;
+      const sent = Buffer.concat([
+        JPEG.subarray(0, eoi),
+        jpegSegment(0xfe, COMMENT),
+        jpegSegment(0xe1, exif),
+        JPEG.subarray(eoi),
+        COMMENT,
+      ]);
+      assert.equal((await putRaw('/users/my-account/avatar', user.token, sent, 'image/jpeg')).status, 204);
+      assert.deepEqual((await avatarOf('/users/my-account/avatar', user.token)).bytes, JPEG);
+    });
+
+    test('an image whose structure is malformed is refused with 400, and nothing is stored', async () => {
+      const user = await newUser();
+      const sos = JPEG.indexOf(Buffer.of(0xff, 0xda));
+      const pngImage = png(2, 2);
+      const cut = pngImage.length - 12;
+      const webp = webpExtended(VP8X_EXIF, [], [riffChunk('EXIF', GPS)]);
+      const webpOver = Buffer.from(webp);
+      webpOver.writeUInt32LE(0x7fff, webp.length - GPS.length - 4);
+      // A RIFF that ends after the VP8X header, which names the dimensions: no picture.
+      const webpBare = Buffer.from(webp);
+      webpBare.writeUInt32LE(4 + 18, 4);
+      for (const [label, type, bytes, detail] of [
+        // A comment after the frame header whose length runs past the end.
+        [
+          'JPEG',
+          'image/jpeg',
+          Buffer.concat([JPEG.subarray(0, sos), Buffer.of(0xff, 0xfe, 0x40, 0), COMMENT]),
+          /JPEG.*past the end/,
+        ],
+        ['JPEG', 'image/jpeg', JPEG.subarray(0, sos), /JPEG.*ends before/],
+        [
+          'JPEG',
+          'image/jpeg',
+          Buffer.concat([JPEG.subarray(0, sos), Buffer.of(0x00), JPEG.subarray(sos)]),
+          /JPEG.*marker/,
+        ],
+        [
+          'PNG',
+          'image/png',
+          Buffer.concat([pngImage.subarray(0, cut), Buffer.of(0, 0, 1, 0), Buffer.from('tEXt'), COMMENT]),
+          /PNG.*past the end/,
+        ],
+        ['PNG', 'image/png', Buffer.concat([pngImage.subarray(0, cut), Buffer.of(0, 0)]), /PNG.*cut short/],
+        ['WebP', 'image/webp', webpOver, /WebP.*past the end/],
+        ['WebP', 'image/webp', webpBare, /WebP.*no image data/],
+      ] as const) {
+        assertProblem(await putRaw('/users/my-account/avatar', user.token, bytes, type), 400, detail);
+        assert.equal(await server.app.stores.avatars.find(user.id), null, label);
+      }
+      assert.equal((await avatarOf('/users/my-account/avatar', user.token)).status, 404);
+      // Nor does it replace an avatar the user has.
+      await putRaw('/users/my-account/avatar', user.token, JPEG, 'image/jpeg');
+      assertProblem(
+        await putRaw('/users/my-account/avatar', user.token, webpOver, 'image/webp'),
+        400,
+        /WebP/,
+      );
+      assert.deepEqual((await avatarOf('/users/my-account/avatar', user.token)).bytes, JPEG);
+      const own = await call('GET', '/users/my-account', user.token);
+      assert.deepEqual((own.json()._links as Json).avatar, { href: `/users/${user.id}/avatar` });
     });
 
     test('a browser form: the file in the field avatar, its name and declared type ignored', async () => {
@@ -407,6 +573,61 @@ for (const backend of backends())
       assert.equal((await call('GET', '/users/my-account', user.token)).json().status, 'active');
       assert.equal((await deleteOwnAccount(user.token)).status, 204);
       assert.equal(await avatars.find(user.id), null);
+    });
+
+    test('uploads and removals of one avatar at once: every interleaving leaves the account and the image in agreement', async () => {
+      const user = await newUser();
+      const path = '/users/my-account/avatar';
+      const { avatars, users } = server.app.stores;
+      const originals = { put: avatars.put, delete: avatars.delete, has: avatars.has, update: users.update };
+      // A random pause before each write and each look at the image, so that the requests
+      // interleave in ever other orders (what is asserted is the state they leave, never how
+      // long they took).
+      const pause = () => new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 4)));
+      avatars.put = async (...args) => {
+        await pause();
+        return originals.put.apply(avatars, args);
+      };
+      avatars.delete = async (...args) => {
+        await pause();
+        return originals.delete.apply(avatars, args);
+      };
+      avatars.has = async (...args) => {
+        await pause();
+        return originals.has.apply(avatars, args);
+      };
+      users.update = async (...args) => {
+        await pause();
+        return originals.update.apply(users, args);
+      };
+      const put = (n: number) => putRaw(path, user.token, png(1 + (n % 3), 1), 'image/png');
+      const remove = () => call('DELETE', path, user.token);
+      const rounds: (() => Promise<Answer>)[][] = [
+        [() => put(0), remove],
+        [remove, () => put(1)],
+        [() => put(2), () => put(3)],
+        [() => put(4), remove, () => put(5), remove],
+      ];
+      try {
+        for (let i = 0; i < 60; i++) {
+          const round = rounds[i % rounds.length] ?? [];
+          for (const answered of await Promise.all(round.map((request) => request())))
+            assert.equal(answered.status, 204, answered.bytes.toString());
+          const hasAvatar = (await users.findById(user.id))?.hasAvatar;
+          const image = await avatars.find(user.id);
+          assert.equal(
+            hasAvatar,
+            image !== null,
+            `round ${i}: hasAvatar ${hasAvatar}, image ${image !== null}`,
+          );
+        }
+      } finally {
+        Object.assign(avatars, { put: originals.put, delete: originals.delete, has: originals.has });
+        users.update = originals.update;
+      }
+      // And as a client sees it: the link leads to the image exactly when there is one.
+      const linked = ((await call('GET', '/users/my-account', user.token)).json()._links as Json).avatar;
+      assert.equal(linked !== undefined, (await avatarOf(path, user.token)).status === 200);
     });
 
     test('an upload still arriving while its user is deleted leaves no image behind (404)', async () => {

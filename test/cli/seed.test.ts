@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { newAccountRecord } from '../../src/accounts/account-record.ts';
 import { createPasswordHasher } from '../../src/accounts/password-hasher.ts';
 import { SEED } from '../../src/seed.ts';
 import {
@@ -119,6 +120,37 @@ describe('cli seed', () => {
         assert.equal(all.code, 0, all.stderr);
         assert.equal(all.stdout.split('\n')[0], 'Restored client admin');
         assert.ok(await stores.clients.findByName('admin'));
+      } finally {
+        await stores.close();
+      }
+    });
+
+    test('an administrator created before the first seed: the seed admin is named as never seeded, not as removed', async (t) => {
+      if (!url) return t.skip('neither MONGODB_URL nor a ferretdb binary is available');
+      const own = withDatabase(url, uniqueName('seed-own-admin'));
+      const env = { MONGODB_URL: own, BCRYPT_COST: '4' };
+      const stores = await openTestStores({ mongodbUrl: own });
+      try {
+        await stores.admins.create(
+          newAccountRecord(
+            { identity: 'ops', passwordHash: 'x', status: 'active', roles: ['superuser'] },
+            new Date(),
+          ),
+        );
+        const first = await runCli(['seed'], { cwd, env });
+        assert.equal(first.code, 0, first.stderr);
+        assert.match(
+          first.stdout,
+          /^Created scope api, client admin, client frontend, user user@example\.com\n/,
+        );
+        for (const run of [first, await runCli(['seed'], { cwd, env })]) {
+          assert.doesNotMatch(run.stdout, /removed/);
+          assert.match(
+            run.stdout,
+            /\nNever seeded, as their store already held accounts of its own.*: admin:admin \(/,
+          );
+        }
+        assert.equal(await stores.admins.findByIdentity(SEED.admin.identity), null);
       } finally {
         await stores.close();
       }

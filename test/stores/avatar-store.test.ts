@@ -33,13 +33,16 @@ describeStoreContract<{ store: AvatarStore }>(
     test('an avatar is found under its account until it is replaced or deleted', async () => {
       const [id, other] = [randomUUID(), randomUUID()];
       assert.equal(await read(id), null);
+      assert.equal(await h.store.has(id), false);
       await h.store.put(id, avatar(Buffer.from('first')));
+      assert.equal(await h.store.has(id), true);
       await h.store.put(other, avatar(Buffer.from('other'), 'image/webp'));
       assert.deepEqual(await read(id), avatar(Buffer.from('first')));
       await h.store.put(id, avatar(Buffer.from('second'), 'image/jpeg'));
       assert.deepEqual(await read(id), avatar(Buffer.from('second'), 'image/jpeg'));
       assert.equal(await h.store.delete(id), true);
       assert.equal(await read(id), null);
+      assert.equal(await h.store.has(id), false);
       assert.equal(await h.store.delete(id), false, 'nothing left to delete');
       assert.deepEqual(await read(other), avatar(Buffer.from('other'), 'image/webp'));
     });

@@ -82,3 +82,71 @@ export const SVG = Buffer.from(
 );
 
 export const HTML = Buffer.from('<!doctype html><title>x</title><script>alert(document.cookie)</script>');
+
+/**
+ * A width × height PNG with these chunks between its header (IHDR) and its image data, as a
+ * camera or an editor writes text, Exif and time chunks there: `[type, data]` each.
+ */
+export function pngWithChunks(
+  width: number,
+  height: number,
+  extra: readonly (readonly [string, Buffer])[],
+): Buffer {
+  const image = png(width, height);
+  const afterHeader = PNG_SIGNATURE.length + 12 + 13;
+  return Buffer.concat([
+    image.subarray(0, afterHeader),
+    ...extra.map(([type, data]) => pngChunk(type, data)),
+    image.subarray(afterHeader),
+  ]);
+}
+
+/** A JPEG marker segment (ITU T.81 B.1.1.4): the marker, its length, the payload. */
+export function jpegSegment(marker: number, payload: Buffer): Buffer {
+  const header = Buffer.of(0xff, marker, 0, 0);
+  header.writeUInt16BE(payload.length + 2, 2);
+  return Buffer.concat([header, payload]);
+}
+
+/**
+ * The JPEG above with these segments after its JFIF header (APP0), where cameras put Exif,
+ * and `trailer` after its end (EOI), where phones append more images.
+ */
+export function jpegWithSegments(segments: readonly Buffer[], trailer: Buffer = Buffer.alloc(0)): Buffer {
+  const afterApp0 = 4 + JPEG.readUInt16BE(4);
+  return Buffer.concat([JPEG.subarray(0, afterApp0), ...segments, JPEG.subarray(afterApp0), trailer]);
+}
+
+/** A RIFF chunk: its FourCC, its size (little-endian), the data, padded to an even length. */
+export function riffChunk(fourcc: string, data: Buffer): Buffer {
+  const header = Buffer.alloc(8);
+  header.write(fourcc, 0, 'ascii');
+  header.writeUInt32LE(data.length, 4);
+  return Buffer.concat([header, data, Buffer.alloc(data.length % 2)]);
+}
+
+/** VP8X flags (the WebP container specification): an ICC profile, Exif, XMP. */
+export const VP8X_ICC = 0x20;
+export const VP8X_EXIF = 0x08;
+export const VP8X_XMP = 0x04;
+
+/**
+ * The extended form of the lossy WebP above (2 × 2): a VP8X header with `flags`, then the
+ * chunks `before` its bitstream and `after` it, as the container orders ICCP and EXIF/XMP.
+ */
+export function webpExtended(flags: number, before: readonly Buffer[], after: readonly Buffer[]): Buffer {
+  const vp8x = Buffer.alloc(10);
+  vp8x[0] = flags;
+  vp8x.writeUIntLE(2 - 1, 4, 3);
+  vp8x.writeUIntLE(2 - 1, 7, 3);
+  const body = Buffer.concat([
+    Buffer.from('WEBP', 'ascii'),
+    riffChunk('VP8X', vp8x),
+    ...before,
+    WEBP_LOSSY.subarray(12),
+    ...after,
+  ]);
+  const header = Buffer.from('RIFF\0\0\0\0', 'ascii');
+  header.writeUInt32LE(body.length, 4);
+  return Buffer.concat([header, body]);
+}

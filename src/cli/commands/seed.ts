@@ -1,4 +1,11 @@
-import { removedSeedRecords, restoreSeedRecords, SEED, SEED_RECORDS, seed } from '../../seed.ts';
+import {
+  removedSeedRecords,
+  restoreSeedRecords,
+  SEED,
+  SEED_RECORDS,
+  seed,
+  unseededSeedRecords,
+} from '../../seed.ts';
 import { openAccountServices } from '../../services.ts';
 import { assertChangesReachNodes } from '../operator-services.ts';
 import { seconds } from '../options.ts';
@@ -40,11 +47,12 @@ export const registerSeed: RegisterCommand = (program, loadConfig) => {
                 options.restore === true ? undefined : options.restore,
               );
         const removed = await removedSeedRecords(stores);
+        const unseeded = await unseededSeedRecords(stores);
         const verb = options.restore === undefined ? 'Created' : 'Restored';
         console.log(
           created.length > 0
             ? `${verb} ${created.join(', ')}`
-            : removed.length > 0
+            : removed.length > 0 || unseeded.length > 0
               ? 'Nothing to create'
               : 'Every seed record is already there',
         );
@@ -52,6 +60,12 @@ export const registerSeed: RegisterCommand = (program, loadConfig) => {
           console.log(
             `Missing since they were seeded (an operator removed or renamed them), so not seeded again: ` +
               `${removed.join(', ')} (seed --restore <record> creates one again)`,
+          );
+        }
+        if (unseeded.length > 0) {
+          console.log(
+            `Never seeded, as their store already held accounts of its own at the first seed: ` +
+              `${unseeded.join(', ')} (seed --restore <record> creates one anyway)`,
           );
         }
         if (created.some((record) => !record.startsWith('scope'))) {

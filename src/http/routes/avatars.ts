@@ -31,7 +31,9 @@ const DOCUMENTED_IMAGE_HEADERS: Readonly<Record<string, HeaderSpec>> = {
   },
 };
 
-const IMAGE = Type.String({ description: 'The image, as it was uploaded' });
+const IMAGE = Type.String({
+  description: 'The image as it was uploaded, but for its metadata (Exif, XMP, text chunks, comments)',
+});
 
 /** The upload's media types: a form with the file in `avatar`, or the image itself. */
 const UPLOAD: Readonly<Record<string, TSchema>> = {

@@ -9,6 +9,10 @@ export class MemoryAvatarStore implements AvatarStore {
     return avatar ? copy(avatar) : null;
   }
 
+  async has(accountId: string): Promise<boolean> {
+    return this.#byAccount.has(accountId);
+  }
+
   async put(accountId: string, avatar: Avatar): Promise<void> {
     this.#byAccount.set(accountId, copy(avatar));
   }

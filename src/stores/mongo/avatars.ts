@@ -30,6 +30,10 @@ export class MongoAvatarStore implements AvatarStore {
     return doc ? { mediaType: doc.mediaType, bytes: doc.bytes.value() } : null;
   }
 
+  async has(accountId: string): Promise<boolean> {
+    return (await this.#collection.findOne({ _id: accountId }, { projection: { _id: 1 } })) !== null;
+  }
+
   async put(accountId: string, avatar: Avatar): Promise<void> {
     const doc = { mediaType: avatar.mediaType, bytes: new Binary(avatar.bytes) };
     const replace = () => this.#collection.replaceOne({ _id: accountId }, doc, { upsert: true });

@@ -1,0 +1,189 @@
+import { BadRequest } from '../errors.ts';
+import type { AvatarMediaType } from './avatar-store.ts';
+
+/**
+ * An avatar is published to whoever may read it, so what a camera or an editor wrote into the
+ * file besides the picture (the Exif GPS position, the camera's serial number, XMP, comments,
+ * the time it was taken) is removed before it is stored. The pixels and what their colours
+ * mean (colour profiles, the colour transform) are kept byte for byte; nothing is decoded or
+ * encoded again. Each format's structure is walked once, front to back, copying the parts kept;
+ * a structure that does not hold together (a length past the end, a missing marker) is
+ * refused rather than guessed at.
+ *
+ * Removing Exif removes its orientation tag too: the image is served as its pixels are stored.
+ */
+export function withoutMetadata(bytes: Uint8Array, mediaType: AvatarMediaType): Uint8Array {
+  switch (mediaType) {
+    case 'image/jpeg':
+      return jpegWithoutMetadata(bytes);
+    case 'image/png':
+      return pngWithoutMetadata(bytes);
+    case 'image/webp':
+      return webpWithoutMetadata(bytes);
+  }
+}
+
+/** A structure that does not hold together: the caller learns what, in the format's terms. */
+export class MalformedImage extends BadRequest {
+  constructor(format: string, what: string) {
+    super(`The avatar's ${format} structure is malformed: ${what}`);
+  }
+}
+
+/**
+ * JPEG (ITU T.81 annex B): marker segments from SOI on. Application segments and comments are
+ * dropped but for APP0 (JFIF: pixel density), APP2 (ICC colour profile) and APP14 (Adobe:
+ * the colour transform, without which CMYK and YCCK images decode wrong); every other segment
+ * (tables, frame and scan headers) is kept. After a scan header the entropy-coded data is copied
+ * as it is (a 0xFF in it is followed by 0x00 or a restart marker), and the segments between
+ * the scans of a progressive image follow the same rule. Anything after the end of the image
+ * (EOI) is dropped: phones append further images there (depth maps, previews), each with
+ * metadata of its own. An image cut short in its data is kept as it is, as browsers show it.
+ */
+function jpegWithoutMetadata(bytes: Uint8Array): Uint8Array {
+  const fail = (what: string) => new MalformedImage('JPEG', what);
+  const kept: Uint8Array[] = [];
+  /** Where the bytes not yet copied begin: whatever lies between dropped segments is kept. */
+  let from = 0;
+  let at = 2; // after SOI, which recognition checked
+  let scanned = false;
+  while (at < bytes.length) {
+    if (bytes[at] !== 0xff) {
+      if (!scanned) throw fail(`a marker was expected at byte ${at}`);
+      at++;
+      continue;
+    }
+    // Any marker may be preceded by fill bytes (0xFF).
+    let marker = at + 1;
+    while (marker < bytes.length && bytes[marker] === 0xff) marker++;
+    if (marker >= bytes.length) break;
+    const code = bytes[marker] as number;
+    if (code === 0xd9) {
+      if (!scanned) throw fail('it ends (EOI) before its image data');
+      kept.push(bytes.subarray(from, marker + 1));
+      return concat(kept);
+    }
+    // In entropy-coded data 0xFF 0x00 is a data byte; restart markers (and TEM) stand alone.
+    if (code === 0x00 || code === 0x01 || isRestart(code)) {
+      if (!scanned && code === 0x00) throw fail(`a marker was expected at byte ${at}`);
+      at = marker + 1;
+      continue;
+    }
+    if (marker + 3 > bytes.length) throw fail(`the segment at byte ${at} runs past the end of the image`);
+    const length = ((bytes[marker + 1] as number) << 8) | (bytes[marker + 2] as number);
+    const end = marker + 1 + length;
+    if (length < 2) throw fail(`the segment at byte ${at} has a length of ${length}`);
+    if (end > bytes.length) throw fail(`the segment at byte ${at} runs past the end of the image`);
+    if (isJpegMetadata(code)) {
+      kept.push(bytes.subarray(from, at));
+      from = end;
+    }
+    at = end;
+    if (code === 0xda) scanned = true;
+  }
+  if (!scanned) throw fail('it ends before its image data (no scan)');
+  // Cut short in its data (no EOI): what arrived, as browsers show it.
+  kept.push(bytes.subarray(from));
+  return concat(kept);
+}
+
+const isRestart = (code: number): boolean => code >= 0xd0 && code <= 0xd7;
+
+/** APP1 (Exif, XMP), APP3–APP13 (among them Photoshop's IPTC in APP13), APP15, COM. */
+function isJpegMetadata(code: number): boolean {
+  return code === 0xe1 || (code >= 0xe3 && code <= 0xed) || code === 0xef || code === 0xfe;
+}
+
+/**
+ * PNG (RFC 2083, and the eXIf chunk of the PNG 1.5 extensions): chunks from the signature on,
+ * up to IEND; text (tEXt, zTXt, iTXt: XMP lives in iTXt), Exif (eXIf) and the time of the last
+ * change (tIME) are dropped, every other chunk is kept, colour chunks (iCCP, sRGB, gAMA,
+ * cHRM) among them. Anything after IEND is dropped.
+ */
+function pngWithoutMetadata(bytes: Uint8Array): Uint8Array {
+  const fail = (what: string) => new MalformedImage('PNG', what);
+  const view = viewOf(bytes);
+  const kept: Uint8Array[] = [bytes.subarray(0, 8)]; // the signature, which recognition checked
+  let at = 8;
+  while (at < bytes.length) {
+    if (at + 12 > bytes.length) throw fail(`the chunk at byte ${at} is cut short`);
+    const length = view.getUint32(at);
+    const type = ascii(bytes, at + 4);
+    const end = at + 12 + length;
+    if (end > bytes.length) throw fail(`the ${type} chunk at byte ${at} runs past the end of the image`);
+    if (!PNG_METADATA.has(type)) kept.push(bytes.subarray(at, end));
+    at = end;
+    if (type === 'IEND') break;
+  }
+  return concat(kept);
+}
+
+const PNG_METADATA: ReadonlySet<string> = new Set(['tEXt', 'zTXt', 'iTXt', 'eXIf', 'tIME']);
+
+/**
+ * WebP (RIFF, Google's WebP container specification): chunks after `RIFF <size> WEBP`. EXIF
+ * and `XMP ` are dropped and their flags in the VP8X header cleared, so that no reader looks
+ * for them; every other chunk is kept (ICCP, ANIM and ANMF, ALPH, VP8, VP8L). The RIFF size is
+ * written anew; anything after the RIFF's end is dropped.
+ */
+function webpWithoutMetadata(bytes: Uint8Array): Uint8Array {
+  const fail = (what: string) => new MalformedImage('WebP', what);
+  const view = viewOf(bytes);
+  const riffEnd = 8 + view.getUint32(4, true); // recognition checked RIFF … WEBP
+  if (riffEnd > bytes.length) throw fail('its RIFF size runs past the end of the image');
+  const kept: Uint8Array[] = [];
+  let pictured = false;
+  let at = 12;
+  while (at < riffEnd) {
+    if (at + 8 > riffEnd) throw fail(`the chunk at byte ${at} is cut short`);
+    const fourcc = ascii(bytes, at);
+    const size = view.getUint32(at + 4, true);
+    const end = at + 8 + size;
+    if (end > riffEnd) throw fail(`the ${fourcc.trim()} chunk at byte ${at} runs past the end of the image`);
+    if (fourcc === 'VP8X') {
+      if (size < 1) throw fail('its VP8X header is empty');
+      const header = bytes.slice(at, end);
+      header[8] = (header[8] as number) & ~(VP8X_EXIF | VP8X_XMP);
+      kept.push(header);
+    } else if (fourcc !== 'EXIF' && fourcc !== 'XMP ') {
+      kept.push(bytes.subarray(at, end));
+      pictured ||= WEBP_IMAGE_CHUNKS.has(fourcc);
+    }
+    // Chunks are padded to an even size; the last one's padding is written if it is missing.
+    if (size % 2 === 1) {
+      if (fourcc !== 'EXIF' && fourcc !== 'XMP ') kept.push(new Uint8Array(1));
+      at = end + 1;
+    } else {
+      at = end;
+    }
+  }
+  // Its header may name dimensions the RIFF holds no picture for (a RIFF size cut short).
+  if (!pictured) throw fail('it holds no image data (VP8, VP8L or ANMF chunk)');
+  const body = concat(kept);
+  const header = new Uint8Array(12);
+  header.set(bytes.subarray(0, 12));
+  viewOf(header).setUint32(4, 4 + body.length, true);
+  return concat([header, body]);
+}
+
+const WEBP_IMAGE_CHUNKS: ReadonlySet<string> = new Set(['VP8 ', 'VP8L', 'ANMF']);
+const VP8X_EXIF = 0x08;
+const VP8X_XMP = 0x04;
+
+function viewOf(bytes: Uint8Array): DataView {
+  return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+function ascii(bytes: Uint8Array, at: number): string {
+  return String.fromCharCode(...bytes.subarray(at, at + 4));
+}
+
+function concat(parts: readonly Uint8Array[]): Uint8Array {
+  const joined = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    joined.set(part, at);
+    at += part.length;
+  }
+  return joined;
+}
