@@ -19,8 +19,8 @@ import { createRefreshTokenService } from './oauth/refresh-token.ts';
 import { createRequestSealer } from './oauth/sealed-request.ts';
 import { createTokenEndpoint } from './oauth/token-endpoint.ts';
 import { createRuleLock, ruleLockTiming } from './rule-lock.ts';
-import { longestMongoOperationMs } from './stores/mongo/connect.ts';
 import { fileKeyRingStore } from './stores/key-ring/file-store.ts';
+import { longestMongoOperationMs } from './stores/mongo/connect.ts';
 import { openStores } from './stores/open.ts';
 
 /**

@@ -33,7 +33,7 @@ function recordingLeases() {
 
 describe('the rule lock', () => {
   test('a change gets a deadline derived from the lease: the lease end, less the longest write and the clock skew', async () => {
-    let clock = 1_000_000;
+    const clock = 1_000_000;
     const { leases, taken } = recordingLeases();
     const lock = createRuleLock(leases, TIMING, () => clock);
     const deadline = await lock.inTurn(
