@@ -18,8 +18,9 @@ import type { KeyRingStore } from './oauth/key-ring-store.ts';
 import { createRefreshTokenService } from './oauth/refresh-token.ts';
 import { createRequestSealer } from './oauth/sealed-request.ts';
 import { createTokenEndpoint } from './oauth/token-endpoint.ts';
-import { createRuleLock } from './rule-lock.ts';
+import { createRuleLock, ruleLockTiming } from './rule-lock.ts';
 import { fileKeyRingStore } from './stores/key-ring/file-store.ts';
+import { longestMongoOperationMs } from './stores/mongo/connect.ts';
 import { openStores } from './stores/open.ts';
 
 /**
@@ -78,7 +79,10 @@ export async function openAccountServices(config: Config, options: OpenOptions =
     refreshTokens: stores.refreshTokens,
     passwords,
   });
-  const ruleLock = createRuleLock(stores.leases);
+  const ruleLock = createRuleLock(
+    stores.leases,
+    ruleLockTiming(config.mongodbUrl === undefined ? undefined : longestMongoOperationMs(config.mongodbUrl)),
+  );
   const common = { sessions, oneTimeTokens: stores.oneTimeTokens, passwords };
   return {
     stores,

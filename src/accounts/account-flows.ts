@@ -5,7 +5,7 @@ import { cleanName, newAccountRecord } from './account-record.ts';
 import { createIdentityChange } from './identity-change.ts';
 import { checkInput } from './input.ts';
 import { createMailedLinks } from './mailed-links.ts';
-import type { Account, AccountChanges, AccountStore, OneTimeTokenStore } from './model.ts';
+import type { Account, AccountChanges, AccountStore, OneTimeToken, OneTimeTokenStore } from './model.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 import { assertNewPasswordAcceptable } from './password-policy.ts';
 import { ActivationBody, EmailBody, PasswordResetBody, RegisterBody, type RegisterInput } from './schemas.ts';
@@ -68,6 +68,20 @@ export function createAccountFlows(options: AccountFlowsOptions) {
         validForSeconds: links.ttl.activation,
       }),
     ]);
+
+  /**
+   * The write a used link pays for: should it fail, the link goes back, so that the same link
+   * works when its holder tries again (a link is consumed before the write so that of
+   * concurrent uses only one writes).
+   */
+  async function writeOrPutBack<T>(token: OneTimeToken, writing: () => Promise<T>): Promise<T> {
+    try {
+      return await writing();
+    } catch (error) {
+      await links.putBack(token);
+      throw error;
+    }
+  }
 
   /** A new registration of a still-pending address: it replaces the old one, links included. */
   async function replaceRegistration(
@@ -142,7 +156,7 @@ export function createAccountFlows(options: AccountFlowsOptions) {
      * Activates the account of the link. The link proves the mailbox, the password proves the
      * registrant: both are needed, so an address registered by someone else cannot be taken
      * over by its owner clicking the link (nor the other way round). 404 when the link is no
-     * good; a wrong password leaves the link usable.
+     * good; a wrong password leaves the link usable, and so does a write that fails.
      */
     async activate(hash: string, password: string): Promise<Account> {
       checkInput(ActivationBody, { password });
@@ -155,7 +169,9 @@ export function createAccountFlows(options: AccountFlowsOptions) {
       const { token } = await links.token('activation', hash, 'consume');
       const account = await users.findById(token.accountId);
       if (account?.status !== 'pending' || account.passwordHash !== registered.passwordHash) throw invalid;
-      const activated = await write(account, { status: 'active', updatedAt: now() });
+      const activated = await writeOrPutBack(token, () =>
+        write(account, { status: 'active', updatedAt: now() }),
+      );
       if (!activated) throw invalid;
       await oneTimeTokens.deleteForAccount(account.id, 'activation');
       return activated;
@@ -193,8 +209,9 @@ export function createAccountFlows(options: AccountFlowsOptions) {
 
     /**
      * Sets the new password through a reset link, once: the link is consumed atomically only
-     * after the new password passed every check, so a rejected password does not burn it.
-     * Every session of the account ends, and its other reset links are forgotten.
+     * after the new password passed every check, so a rejected password does not burn it, and
+     * put back should the write then fail, so the same link works on retry. Every session of
+     * the account ends, and its other reset links are forgotten.
      */
     async resetPassword(hash: string, given: { password: string; passwordConfirm: string }): Promise<void> {
       const input = checkInput(PasswordResetBody, given);
@@ -203,8 +220,9 @@ export function createAccountFlows(options: AccountFlowsOptions) {
       if (account?.status !== 'active') throw invalid;
       assertNewPasswordAcceptable({ ...input, identity: account.identity, confirmRequired: true });
       const passwordHash = await passwords.hash(input.password);
-      await links.token('reset', hash, 'consume');
-      await write(account, { passwordHash, updatedAt: now() });
+      const { token: taken } = await links.token('reset', hash, 'consume');
+      const reset = await writeOrPutBack(taken, () => write(account, { passwordHash, updatedAt: now() }));
+      if (!reset) throw invalid;
       await oneTimeTokens.deleteForAccount(account.id, 'reset');
     },
   };

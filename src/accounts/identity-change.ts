@@ -4,11 +4,18 @@ import type { Mailer } from '../mail/mailer.ts';
 import { addressInUseMessage, identityChangeMessage, identityChangeNoticeMessage } from '../mail/messages.ts';
 import { checkInput } from './input.ts';
 import type { MailedLinks } from './mailed-links.ts';
-import type { Account, AccountChanges, AccountStore, OneTimeTokenStore } from './model.ts';
+import type { Account, AccountChanges, AccountStore, OneTimeToken, OneTimeTokenStore } from './model.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 import { assertCurrentPassword } from './password-policy.ts';
 import { assertMay, ownAccountOf } from './permissions.ts';
 import { CurrentPasswordBody, IdentityChangeBody } from './schemas.ts';
+
+/**
+ * Wrong passwords a change of address link takes: the one that reaches this voids it. The
+ * link goes to whatever address was typed, so its receiver may be a stranger; this bounds
+ * their guesses at the account's password, whatever the rate (docs/security.md).
+ */
+export const WRONG_PASSWORDS_PER_LINK = 5;
 
 /**
  * A user's change of address (their identity), verified: the request mails a single-use link
@@ -17,7 +24,7 @@ import { CurrentPasswordBody, IdentityChangeBody } from './schemas.ts';
  */
 export function createIdentityChange(deps: {
   users: AccountStore;
-  oneTimeTokens: Pick<OneTimeTokenStore, 'save' | 'deleteForAccount'>;
+  oneTimeTokens: Pick<OneTimeTokenStore, 'deleteForAccount'>;
   passwords: Pick<PasswordHasher, 'verify'>;
   mailer: Mailer;
   links: MailedLinks;
@@ -74,35 +81,44 @@ export function createIdentityChange(deps: {
     /**
      * Moves the account to the address of the link, once. The link proves the new mailbox, the
      * password proves the account holder: a stranger who receives a link for a mistyped
-     * address cannot take the account over with it. Everything is checked before the link is
-     * used, so a wrong password (400) or an address taken meanwhile (409) leaves it usable;
-     * 404 when the link is no good. Every other link mailed for the account dies with it, and
-     * every session of the account ends (a new identity does, sessions.ts).
+     * address cannot take the account over with it, and gets WRONG_PASSWORDS_PER_LINK tries
+     * at its password through it, after which the link is void.
+     *
+     * The link is taken before anything is checked, so the uses of one link run one at a time
+     * (a use meanwhile gets 404, as for a used link): each wrong password is counted, and of
+     * concurrent uses one wins. It is put back when this use fails on anything but the link
+     * itself: a wrong password (400, counted), an address taken meanwhile (409), or a write
+     * that failed (the same link works on retry). 404 when the link is no good, or its account
+     * is no longer active. Every other link mailed for the account dies with it, and every
+     * session of the account ends (a new identity does, sessions.ts).
      */
     async confirmIdentityChange(hash: string, given: { currentPassword: string }): Promise<Account> {
       const { currentPassword } = checkInput(CurrentPasswordBody, given);
-      const { token: found, invalid } = await links.token('identity-change', hash, 'find');
-      const account = await users.findById(found.accountId);
-      const newIdentity = found.newIdentity;
-      if (account?.status !== 'active' || newIdentity === undefined) throw invalid;
-      await assertCurrentPassword(passwords, account, currentPassword);
-      if (await heldByAnother(newIdentity, account)) throw new DuplicateIdentity(newIdentity);
-
-      const { token } = await links.token('identity-change', hash, 'consume');
-      const current = await users.findById(account.id);
-      // A password change or a deactivation since the check: the link dies with the old state.
-      if (current?.status !== 'active' || current.passwordHash !== account.passwordHash) throw invalid;
-      let moved: Account | null;
+      const { token, invalid } = await links.token('identity-change', hash, 'consume');
+      /** What goes back into the store if this use fails: nothing once the link is void. */
+      let back: OneTimeToken | null = token;
       try {
-        moved = await deps.write(current, { identity: newIdentity, updatedAt: deps.now() });
+        const account = await users.findById(token.accountId);
+        const newIdentity = token.newIdentity;
+        if (account?.status !== 'active' || newIdentity === undefined) {
+          back = null;
+          throw invalid;
+        }
+        if (!(await passwords.verify(currentPassword, account.passwordHash))) {
+          const wrongPasswords = (token.wrongPasswords ?? 0) + 1;
+          back = wrongPasswords < WRONG_PASSWORDS_PER_LINK ? { ...token, wrongPasswords } : null;
+          throw new ValidationFailed({ currentPassword: ['Is not the current password'] });
+        }
+        if (await heldByAnother(newIdentity, account)) throw new DuplicateIdentity(newIdentity);
+        const moved = await deps.write(account, { identity: newIdentity, updatedAt: deps.now() });
+        back = null;
+        if (!moved) throw invalid;
+        await oneTimeTokens.deleteForAccount(account.id);
+        return moved;
       } catch (error) {
-        // Taken between the check and the write: as after the check's 409, the link stays usable.
-        if (error instanceof DuplicateIdentity) await oneTimeTokens.save(token).catch(() => undefined);
+        if (back) await links.putBack(back);
         throw error;
       }
-      if (!moved) throw invalid;
-      await oneTimeTokens.deleteForAccount(account.id);
-      return moved;
     },
   };
 }

@@ -79,5 +79,14 @@ export function createMailedLinks(deps: {
       if (!token) throw refusal;
       return { token, invalid: refusal };
     },
+
+    /**
+     * Puts back a link that a use took and then could not complete (a write failed, or a
+     * check that must not use the link up refused), so that its holder can try again. A link
+     * that cannot be put back is lost, as if used: the holder asks for a new one.
+     */
+    async putBack(token: OneTimeToken): Promise<void> {
+      await oneTimeTokens.save(token).catch(() => undefined);
+    },
   };
 }

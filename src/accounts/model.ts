@@ -210,6 +210,8 @@ export interface OneTimeToken {
   expiresAt: Date;
   /** A change of address link: the address the account moves to, mailed the link. */
   newIdentity?: string;
+  /** A change of address link: the wrong passwords tried with it so far (none when absent). */
+  wrongPasswords?: number;
 }
 
 export interface OneTimeTokenStore {

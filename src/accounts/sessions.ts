@@ -97,17 +97,20 @@ export function createSessions(deps: {
      * happened read the account before it, so its tokens carry the old stamp, and every check
      * compares against the account as it is now. The new session key is random rather than
      * counted, because FerretDB applies concurrent updates of one document without isolation
-     * and two writers counting from one value would agree on the next. Revoking the refresh
-     * families only frees their storage; it comes first, so that a failure leaves the account
-     * unchanged and the request can simply be retried.
+     * and two writers counting from one value would agree on the next.
+     *
+     * The account is written first: its new stamp is what ends the sessions, so a failure
+     * after it leaves none of them valid. Revoking the refresh families then only frees their
+     * storage, and a revocation that fails is not the change's failure (the families expire).
      */
     async write(kind: AccountKind, account: Account, changes: AccountChanges): Promise<Account | null> {
       if (!endsSessions(account, changes)) return accounts[kind].update(account.id, changes);
-      await refreshTokens.revokeSubject(kind, account.id);
-      return accounts[kind].update(account.id, {
+      const written = await accounts[kind].update(account.id, {
         ...changes,
         sessionKey: randomBytes(16).toString('base64url'),
       });
+      await refreshTokens.revokeSubject(kind, account.id).catch(() => undefined);
+      return written;
     },
   };
 }

@@ -14,7 +14,15 @@ export const REDACTED = '[redacted]';
  * signed credential, RFC 7521), ... `passwordHash` too: a hash is not for the log either.
  */
 const SECRET_NAME =
-  /password|passwd|secret|token|authorization|cookie|apikey|privatekey|credential|verifier|assertion/;
+  /password|passwd|secret|token|authorization|cookie|apikey|privatekey|credential|verifier|assertion|resetcode|activationcode|confirmationcode/;
+
+/**
+ * `hash`, the hash of a mailed link as a client names it, only as the whole name: as part of
+ * one (`hashAlgorithm`, `commitHash`) it is far more often something the log needs. (The
+ * names that end in `code` are in SECRET_NAME; `code` alone is blanked only as a URL
+ * parameter, below.)
+ */
+const LINK_HASH_NAME = 'hash';
 
 /**
  * The parameters of an OAuth redirect back to an app (RFC 6749 §4.1.2): the authorization code
@@ -25,11 +33,10 @@ const SECRET_NAME =
 const CALLBACK_PARAMETERS = new Set(['code', 'state']);
 
 export function isSecretName(name: string): boolean {
-  return SECRET_NAME.test(
-    percentDecoded(name)
-      .toLowerCase()
-      .replace(/[^a-z0-9]/g, ''),
-  );
+  const normalised = percentDecoded(name)
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, '');
+  return normalised === LINK_HASH_NAME || SECRET_NAME.test(normalised);
 }
 
 /**
@@ -62,20 +69,71 @@ export function scrubSecrets(value: unknown): unknown {
  * the value of every secret-named key in JSON (`"password":"..."`, `'password': '...'`),
  * form or query (`password=...`, also percent-encoded) and header (`Authorization: ...`,
  * `Cookie: ...`) syntax, the credentials of a URL (`redis://user:password@host`), the hash of a
- * mailed link (`/account/reset-password/<hash>`), and the `code` and `state` of a redirect
- * wherever they are URL parameters (`/callback?code=...&state=...`).
+ * mailed link (`/account/reset-password/<hash>`), the `code` and `state` of a redirect
+ * wherever they are URL parameters (`/callback?code=...&state=...`), and every standalone
+ * run of 43 base64url characters, the shape of every one-time secret the service mails or
+ * hands out (one-time-secrets.ts): a link's hash copied out of its link is still the link.
  *
  * Linear in the text, which anyone can send in an error report: a hand-written scan instead
  * of a regex with overlapping quantifiers, looking back at most a bounded key length from
  * each `:`, `=` or `%3D`, never past the previous one, and never rescanning a value it has blanked.
  */
 export function scrubText(text: string): string {
-  return scrubKeyedValues(
-    text
-      .replace(CREDENTIAL_AFTER_SCHEME, `$1 ${REDACTED}`)
-      .replace(CREDENTIALS_IN_URL, `://${REDACTED}@`)
-      .replace(MAILED_LINK_HASH, `$1${REDACTED}`),
+  return blankSecretRuns(
+    scrubKeyedValues(
+      text
+        .replace(CREDENTIAL_AFTER_SCHEME, `$1 ${REDACTED}`)
+        .replace(CREDENTIALS_IN_URL, `://${REDACTED}@`)
+        .replace(MAILED_LINK_HASH, `$1${REDACTED}`),
+    ),
   );
+}
+
+/** 256 random bits in base64url: a one-time secret's length (one-time-secrets.ts). */
+const SECRET_RUN_LENGTH = 43;
+
+/**
+ * Every maximal run of base64url characters exactly SECRET_RUN_LENGTH long, blanked. A `%XX`
+ * escape ends a run and starts the next (`%2F<hash>` inside an encoded URL). One pass, each
+ * character looked at once.
+ */
+function blankSecretRuns(text: string): string {
+  const kept: string[] = [];
+  let copiedUpTo = 0;
+  let at = 0;
+  while (at < text.length) {
+    if (!isBase64urlCharacter(text.charCodeAt(at))) {
+      at += isPercentEscape(text, at) ? 3 : 1;
+      continue;
+    }
+    const start = at;
+    while (at < text.length && isBase64urlCharacter(text.charCodeAt(at))) at++;
+    if (at - start === SECRET_RUN_LENGTH) {
+      kept.push(text.slice(copiedUpTo, start), REDACTED);
+      copiedUpTo = at;
+    }
+  }
+  if (copiedUpTo === 0) return text;
+  kept.push(text.slice(copiedUpTo));
+  return kept.join('');
+}
+
+function isBase64urlCharacter(code: number): boolean {
+  return (
+    (code >= 0x30 && code <= 0x39) ||
+    (code >= 0x41 && code <= 0x5a) ||
+    (code >= 0x61 && code <= 0x7a) ||
+    code === 0x5f ||
+    code === 0x2d
+  );
+}
+
+function isPercentEscape(text: string, at: number): boolean {
+  return text[at] === '%' && isHexDigit(text.charCodeAt(at + 1)) && isHexDigit(text.charCodeAt(at + 2));
+}
+
+function isHexDigit(code: number): boolean {
+  return (code >= 0x30 && code <= 0x39) || (code >= 0x41 && code <= 0x46) || (code >= 0x61 && code <= 0x66);
 }
 
 /** The blanks and the credential's characters are disjoint classes: no backtracking between them. */
@@ -261,7 +319,8 @@ function scrubMembers(
   const result: Record<string, unknown> = Object.create(null);
   for (const [name, member] of members) {
     if (member === undefined || typeof member === 'function') continue;
-    result[name] = isSecretName(name) ? REDACTED : scrub(member, seen, depth + 1);
+    // A name can be a secret too (a map keyed by link hashes).
+    result[blankSecretRuns(name)] = isSecretName(name) ? REDACTED : scrub(member, seen, depth + 1);
   }
   return result;
 }

@@ -209,6 +209,46 @@ for (const backend of backends()) {
       assert.deepEqual(answers.map((a) => a.status).sort(), [200, 404, 404, 404, 404]);
     });
 
+    test('wrong passwords are counted per link: after the fifth the link is void, the right one included', async () => {
+      const { account, identity, tokens } = await newUser('guessed');
+      const link = await changeLink(tokens.access_token, address('guesser'));
+      for (let i = 1; i <= 5; i++) {
+        const wrong = await confirm(link.path, { currentPassword: `guess number ${i}` });
+        assert.equal(wrong.status, 400, `guess ${i}`);
+        assert.deepEqual(wrong.body.errors, { currentPassword: ['Is not the current password'] });
+      }
+      const late = await confirm(link.path);
+      assert.equal(late.status, 404, 'the link is void');
+      assert.equal((await server.app.stores.users.findById(account.id))?.identity, identity);
+
+      // Four wrong ones leave it usable.
+      const fresh = await changeLink(tokens.access_token, address('careful'));
+      for (let i = 1; i <= 4; i++)
+        assert.equal((await confirm(fresh.path, { currentPassword: `guess ${i}` })).status, 400);
+      assert.equal((await confirm(fresh.path)).status, 200);
+    });
+
+    test('a write that fails after the link was taken puts it back: the same link works on retry', async () => {
+      const { account, tokens } = await newUser('unlucky');
+      const wanted = address('retried');
+      const link = await changeLink(tokens.access_token, wanted);
+      const users = server.app.stores.users;
+      mock.method(
+        users,
+        'update',
+        async () => {
+          throw new Error('the store failed mid-request');
+        },
+        { times: 1 },
+      );
+      const failed = await confirm(link.path);
+      assert.ok(failed.status >= 500, JSON.stringify(failed.body));
+      assert.notEqual((await users.findById(account.id))?.identity, wanted);
+      const retried = await confirm(link.path);
+      assert.equal(retried.status, 200, JSON.stringify(retried.body));
+      assert.equal(retried.body.identity, wanted);
+    });
+
     test('malformed, unknown and expired links are 404, and so is a link of an account that is no longer active', async () => {
       for (const hash of ['short', 'A'.repeat(43), `${'A'.repeat(42)}!`]) {
         const answer = await confirm(`${CHANGE_LINK}${encodeURIComponent(hash)}`);

@@ -192,6 +192,25 @@ for (const backend of backends()) {
       assert.equal((await request(server.url, 'PATCH', path, { json: { password: PASSWORD } })).status, 200);
     });
 
+    test('a write that fails after the activation link was taken puts it back: the same link works on retry', async () => {
+      const identity = 'activation-retry@example.com';
+      await register({ identity, password: PASSWORD, passwordConfirm: PASSWORD });
+      const { path } = linkIn(lastMailTo(await mails(), identity).parsed, '/account/activate/');
+      mock.method(
+        server.app.stores.users,
+        'update',
+        async () => {
+          throw new Error('the store failed mid-request');
+        },
+        { times: 1 },
+      );
+      const failed = await request(server.url, 'PATCH', path, { json: { password: PASSWORD } });
+      assert.ok(failed.status >= 500, JSON.stringify(failed.body));
+      const retried = await request(server.url, 'PATCH', path, { json: { password: PASSWORD } });
+      assert.equal(retried.status, 200, JSON.stringify(retried.body));
+      assert.ok(await canUserLogin(server.url, identity));
+    });
+
     test('one activation link used by concurrent requests: exactly one succeeds', async () => {
       const identity = 'race@example.com';
       await register({ identity, password: PASSWORD, passwordConfirm: PASSWORD });
@@ -334,6 +353,33 @@ for (const backend of backends()) {
       assert.equal((await request(server.url, 'GET', second.path)).status, 404);
       assert.equal((await request(server.url, 'GET', first.path)).status, 404, 'the older link is gone too');
       assert.ok(await canUserLogin(server.url, identity, newPassword));
+    });
+
+    test('a write that fails after the link was taken puts it back: the same link works on retry', async () => {
+      const unlucky = 'reset-retry@example.com';
+      await registerAndActivate(server, unlucky);
+      assert.equal((await requestReset(unlucky)).status, 200);
+      const link = linkIn(lastMailTo(await mails(), unlucky).parsed, '/account/reset-password/');
+      mock.method(
+        server.app.stores.users,
+        'update',
+        async () => {
+          throw new Error('the store failed mid-request');
+        },
+        { times: 1 },
+      );
+      const password = 'retried new password';
+      const failed = await request(server.url, 'PATCH', link.path, {
+        json: { password, passwordConfirm: password },
+      });
+      assert.ok(failed.status >= 500, JSON.stringify(failed.body));
+      assert.ok(await canUserLogin(server.url, unlucky, PASSWORD), 'nothing changed');
+      assert.equal((await request(server.url, 'GET', link.path)).status, 200, 'the link is usable again');
+      const retried = await request(server.url, 'PATCH', link.path, {
+        json: { password, passwordConfirm: password },
+      });
+      assert.equal(retried.status, 200, JSON.stringify(retried.body));
+      assert.ok(await canUserLogin(server.url, unlucky, password));
     });
 
     test('one reset link used by concurrent requests: exactly one succeeds', async () => {

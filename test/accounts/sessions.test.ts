@@ -4,7 +4,7 @@
  * while a change that is no credential leaves sessions alone.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, mock, test } from 'node:test';
 import type { AccountKind } from '../../src/accounts/model.ts';
 import { credentialStamp } from '../../src/accounts/sessions.ts';
 import {
@@ -16,7 +16,7 @@ import {
   type Tokens,
 } from '../support/http.ts';
 import { backends, startTestServer, type TestServer } from '../support/server.ts';
-import { adminLogin, PASSWORD, storeAccount, userLogin } from './fixtures.ts';
+import { adminLogin, canUserLogin, PASSWORD, storeAccount, userLogin } from './fixtures.ts';
 
 for (const backend of backends()) {
   describe(`ending sessions (${backend})`, () => {
@@ -145,6 +145,30 @@ for (const backend of backends()) {
       await change(session.manage, { status: 'active' });
       await assertEnded(session, other);
       await assertLive(session, await session.login('my own new one'));
+    });
+
+    test('a password change whose revocation of refresh tokens fails still ends the sessions: the account is written first', async () => {
+      const session = await signedIn('user');
+      mock.method(
+        server.app.stores.refreshTokens,
+        'revokeSubject',
+        async () => {
+          throw new Error('the store failed mid-request');
+        },
+        { times: 1 },
+      );
+      const response = await request(server.url, 'PATCH', session.ownPath, {
+        token: session.tokens.access_token,
+        json: {
+          currentPassword: PASSWORD,
+          password: 'changed despite it',
+          passwordConfirm: 'changed despite it',
+        },
+      });
+      assert.equal(response.status, 200, JSON.stringify(response.body));
+      await assertEnded(session);
+      assert.equal(await canUserLogin(server.url, session.identity), false, 'the old password is over');
+      await assertLive(session, await session.login('changed despite it'));
     });
   });
 }

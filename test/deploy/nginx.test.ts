@@ -444,9 +444,33 @@ describe('nginx in front of the service', { skip }, () => {
   });
 });
 
-describe('nginx limits the POSTs that check a password or a client secret', { skip }, () => {
+/** The routes that check a password or a client secret (docs/api.md), as a method and a path. */
+const LIMITED: readonly (readonly [string, string])[] = [
+  ['POST', '/security/authorize'],
+  ['POST', '/security/generate-token'],
+  ['POST', '/security/refresh-token'],
+  ['PATCH', '/users/my-account'],
+  ['DELETE', '/users/my-account'],
+  ['POST', '/users/my-account/identity'],
+  ['PATCH', '/admins/my-account'],
+  ['PATCH', `/account/change-identity/${'A'.repeat(43)}`],
+  ['PATCH', `/account/activate/${'B'.repeat(43)}`],
+];
+
+/** Neighbours of those routes that check no password: a GET of each path, and these. */
+const NOT_LIMITED: readonly (readonly [string, string])[] = [
+  ['POST', '/users'],
+  ['POST', '/account/activate'],
+  ['POST', '/account/reset-password'],
+  ['PATCH', `/account/reset-password/${'C'.repeat(43)}`],
+  ['PUT', '/users/my-account/avatar'],
+  ['PATCH', '/users/some-id'],
+  ['DELETE', '/admins/some-id'],
+  ['PATCH', '/account/change-identity/x/y'],
+];
+
+describe('nginx limits the requests that check a password or a client secret', { skip }, () => {
   let echo: Server;
-  const limited = ['/security/authorize', '/security/generate-token', '/security/refresh-token'];
 
   before(async () => {
     root = await mkdtemp(join(tmpdir(), 'nginx-limits-'));
@@ -468,34 +492,51 @@ describe('nginx limits the POSTs that check a password or a client secret', { sk
     return startFront(name, `127.0.0.1:${(echo.address() as AddressInfo).port}`);
   }
 
-  const post = (front: Front, path: string) =>
-    send(`${front.https}${path}`, { ca, method: 'POST', body: 'x=1' });
+  const request = (front: Front, method: string, path: string) =>
+    send(`${front.https}${path}`, { ca, method, body: 'x=1' });
 
-  test('each path: 21 posts at once pass (1 + a burst of 20), then 429; the page and other posts never', async () => {
-    for (const [index, path] of limited.entries()) {
+  test('each route: 21 requests at once pass (1 + a burst of 20), then 429; a GET and other routes never', async () => {
+    for (const [index, [method, path]] of LIMITED.entries()) {
       const front = await freshFront(`limit-${index}`);
       try {
         const statuses: number[] = [];
-        for (let i = 0; i < 23; i++) statuses.push((await post(front, path)).status);
-        assert.deepEqual(statuses.slice(0, 21), Array(21).fill(200), `${path}: ${statuses}`);
-        assert.equal(statuses.at(-1), 429, `${path}: ${statuses}`);
+        for (let i = 0; i < 23; i++) statuses.push((await request(front, method, path)).status);
+        assert.deepEqual(statuses.slice(0, 21), Array(21).fill(200), `${method} ${path}: ${statuses}`);
+        assert.equal(statuses.at(-1), 429, `${method} ${path}: ${statuses}`);
         // Spelt otherwise, it is the same path to nginx and counts the same.
-        assert.equal((await post(front, `${path}/`)).status, 429);
-        for (let i = 0; i < 25; i++) {
-          assert.equal((await send(`${front.https}${path}`, { ca })).status, 200, 'a GET is not limited');
-          assert.equal((await post(front, '/users')).status, 200, 'another path is not limited');
-        }
+        assert.equal((await request(front, method, `${path}/`)).status, 429, `${method} ${path}/`);
+        assert.equal((await send(`${front.https}${path}`, { ca })).status, 200, `GET ${path} is not limited`);
       } finally {
         await front.process.stop();
       }
     }
   });
 
-  test('the sign-in form and the token paths share one budget', async () => {
+  test('the requests that check no password are not limited, even once the budget is spent', async () => {
+    const front = await freshFront('not-limited');
+    try {
+      for (let i = 0; i < 22; i++) await request(front, 'POST', '/security/generate-token');
+      assert.equal((await request(front, 'POST', '/security/generate-token')).status, 429);
+      for (let i = 0; i < 25; i++) {
+        for (const [method, path] of NOT_LIMITED)
+          assert.equal((await request(front, method, path)).status, 200, `${method} ${path}`);
+        for (const [, path] of LIMITED)
+          assert.equal((await send(`${front.https}${path}`, { ca })).status, 200, `GET ${path}`);
+      }
+    } finally {
+      await front.process.stop();
+    }
+  });
+
+  test('every such route shares one budget', async () => {
     const front = await freshFront('shared');
     try {
-      for (let i = 0; i < 21; i++) assert.equal((await post(front, limited[i % 3] ?? '')).status, 200);
-      for (const path of limited) assert.equal((await post(front, path)).status, 429, path);
+      for (let i = 0; i < 21; i++) {
+        const [method, path] = LIMITED[i % LIMITED.length] ?? ['', ''];
+        assert.equal((await request(front, method, path)).status, 200, `${method} ${path}`);
+      }
+      for (const [method, path] of LIMITED)
+        assert.equal((await request(front, method, path)).status, 429, `${method} ${path}`);
     } finally {
       await front.process.stop();
     }

@@ -292,6 +292,33 @@ describe('POST /error-report', () => {
       });
     });
 
+    test('a bare link hash, anywhere, and link codes by name never reach the log', async () => {
+      const hash = 'Qw3_-aB9kLmN0pQrStUvWxYz0123456789abcdEFGHI';
+      const line = await assertAccepted({
+        token: WEB_TOKEN,
+        headers: { Origin: 'https://app.example.com' },
+        json: {
+          message: `Reset failed for hash ${hash}`,
+          context: {
+            form: { hash: 'short-hash-1', resetCode: 'reset-code-2' },
+            state: { activationCode: 'activation-code-3', confirmationCode: 'confirmation-code-4' },
+            code: 'ERR_NETWORK',
+            breadcrumbs: [`clicked "${hash}"`],
+          },
+        },
+      });
+      const written = readFileSync(join(server.logDir, ERROR_REPORT_LOG_FILE), 'utf8');
+      for (const secret of [hash, 'short-hash-1', 'reset-code-2', 'activation-code-3', 'confirmation-code-4'])
+        assert.ok(!written.includes(secret), `${secret} was written`);
+      assert.equal(line.message, 'Reset failed for hash [redacted]');
+      assert.deepEqual(line.context, {
+        form: { hash: '[redacted]', resetCode: '[redacted]' },
+        state: { activationCode: '[redacted]', confirmationCode: '[redacted]' },
+        code: 'ERR_NETWORK',
+        breadcrumbs: ['clicked "[redacted]"'],
+      });
+    });
+
     test('a message of the maximum length is accepted', async () => {
       const line = await assertAccepted({
         token: WEB_TOKEN,

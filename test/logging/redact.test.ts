@@ -62,6 +62,50 @@ describe('scrubText', () => {
     for (const [text, scrubbed] of cases) assert.equal(scrubText(text), scrubbed, text);
   });
 
+  test('blanks a standalone 43-character base64url run (a link hash, a one-time secret) wherever it is', () => {
+    const hash = 'Xy3_-aB9kLmN0pQrStUvWxYz0123456789abcdEFGHI';
+    assert.equal(hash.length, 43);
+    const cases: [string, string][] = [
+      [hash, REDACTED],
+      [`the user pasted ${hash} into the form`, `the user pasted ${REDACTED} into the form`],
+      [`{"value":"${hash}","n":1}`, `{"value":"${REDACTED}","n":1}`],
+      [`https://app.example.com/#/reset?k=${hash}&x=1`, `https://app.example.com/#/reset?k=${REDACTED}&x=1`],
+      [`/login?next=%2Fsomewhere%2F${hash}%26x`, `/login?next=%2Fsomewhere%2F${REDACTED}%26x`],
+      [`${hash}.${hash}`, `${REDACTED}.${REDACTED}`],
+      [`(${hash})\n${hash}`, `(${REDACTED})\n${REDACTED}`],
+    ];
+    for (const [text, scrubbed] of cases) assert.equal(scrubText(text), scrubbed, text);
+  });
+
+  test('keeps base64url runs of other lengths, ids and digests', () => {
+    const hash = 'Xy3_-aB9kLmN0pQrStUvWxYz0123456789abcdEFGHI';
+    for (const text of [
+      hash.slice(1),
+      `${hash}A`,
+      `x${hash}`,
+      'c1b5b7a2-5a3c-4a8f-9d34-7c1e0f6b2a11',
+      'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+      `a ${'A'.repeat(86)} b`,
+    ]) {
+      assert.equal(scrubText(text), text);
+    }
+  });
+
+  test('blanks the values of hash, resetCode, activationCode and confirmationCode keys, not of other hashes or codes', () => {
+    const cases: [string, string][] = [
+      ['{"hash":"abc","n":1}', `{"hash":"${REDACTED}","n":1}`],
+      ['/x?hash=abc&y=1', `/x?hash=${REDACTED}&y=1`],
+      ["{ resetCode: '123456' }", `{ resetCode: '${REDACTED}' }`],
+      ['activation_code=abc&x=1', `activation_code=${REDACTED}&x=1`],
+      ['"confirmationCode": "c0nf"', `"confirmationCode": "${REDACTED}"`],
+      [
+        '{"code":"ECONNREFUSED","hashAlgorithm":"sha256","commitHash":"abc"}',
+        '{"code":"ECONNREFUSED","hashAlgorithm":"sha256","commitHash":"abc"}',
+      ],
+    ];
+    for (const [text, scrubbed] of cases) assert.equal(scrubText(text), scrubbed, text);
+  });
+
   test('blanks the code and state of an OAuth redirect wherever they are URL parameters', () => {
     const cases: [string, string][] = [
       [
@@ -142,6 +186,12 @@ describe('scrubText', () => {
       megabyte('%3D'),
       megabyte('a%3Fx%3D'),
       megabyte(`?${'%3F'.repeat(20)}code=`),
+      'A'.repeat(1_000_000),
+      megabyte(`${'A'.repeat(43)}.`),
+      megabyte(`${'A'.repeat(43)}%2F`),
+      megabyte('%2F'),
+      megabyte('%A'),
+      megabyte('"hash":"'),
     ];
     for (const text of adversarial) {
       const started = performance.now();
@@ -161,5 +211,31 @@ describe('scrubSecrets', () => {
       `{"__proto__":{"password":"${REDACTED}","a":1},"constructor":"c","prototype":2}`,
     );
     assert.ok(Object.hasOwn(scrubbed, '__proto__'), 'the member is data, not the prototype');
+  });
+
+  test('blanks members named hash, resetCode, activationCode and confirmationCode, and 43-character runs in names and values', () => {
+    const hash = 'Xy3_-aB9kLmN0pQrStUvWxYz0123456789abcdEFGHI';
+    const scrubbed = JSON.parse(
+      JSON.stringify(
+        scrubSecrets({
+          hash: 'short',
+          Hash: 'other',
+          resetCode: '123456',
+          activation_code: 'abc',
+          nested: { confirmationCode: 'c0nf', code: 'ECONNREFUSED', hashAlgorithm: 'sha256' },
+          list: [`took ${hash}`],
+          links: { [hash]: true },
+        }),
+      ),
+    );
+    assert.deepEqual(scrubbed, {
+      hash: REDACTED,
+      Hash: REDACTED,
+      resetCode: REDACTED,
+      activation_code: REDACTED,
+      nested: { confirmationCode: REDACTED, code: 'ECONNREFUSED', hashAlgorithm: 'sha256' },
+      list: [`took ${REDACTED}`],
+      links: { [REDACTED]: true },
+    });
   });
 });

@@ -84,6 +84,19 @@ describeStoreContract<Subject>(
       assert.equal(await h.store.find('identity-change', other.digest), null, 'all purposes go');
     });
 
+    test('a link put back keeps the wrong passwords counted with it', async () => {
+      const saved = { ...token('identity-change', 'acc-9'), newIdentity: 'counted@example.com' };
+      await h.store.save(saved);
+      const taken = await h.store.consume('identity-change', saved.digest);
+      assert.deepEqual(taken, saved);
+      await h.store.save({ ...saved, wrongPasswords: 3 });
+      assert.deepEqual(await h.store.find('identity-change', saved.digest), { ...saved, wrongPasswords: 3 });
+      assert.deepEqual(await h.store.consume('identity-change', saved.digest), {
+        ...saved,
+        wrongPasswords: 3,
+      });
+    });
+
     test('an expired token is neither found nor consumed', async () => {
       const saved = token('reset', 'acc-3', 1000);
       await h.store.save(saved);

@@ -36,6 +36,22 @@ const MONGO_DEFAULTS = {
   readConcernLevel: 'majority',
 } satisfies MongoClientOptions;
 
+/**
+ * The longest one operation can take before the driver fails it, the URL's options over the
+ * defaults: finding a server, opening a connection, waiting for the reply. Infinity when the
+ * URL turns one of these timeouts off (0) or gives no number.
+ */
+export function longestMongoOperationMs(url: string): number {
+  const query = url.includes('?') ? url.slice(url.indexOf('?') + 1) : '';
+  const inUrl = new Map([...new URLSearchParams(query)].map(([key, value]) => [key.toLowerCase(), value]));
+  const timeout = (name: 'serverSelectionTimeoutMS' | 'connectTimeoutMS' | 'socketTimeoutMS') => {
+    const given = inUrl.get(name.toLowerCase());
+    const ms = given === undefined ? MONGO_DEFAULTS[name] : Number(given);
+    return Number.isFinite(ms) && ms > 0 ? ms : Number.POSITIVE_INFINITY;
+  };
+  return timeout('serverSelectionTimeoutMS') + timeout('connectTimeoutMS') + timeout('socketTimeoutMS');
+}
+
 /** Connects and ensures the indexes every store relies on; rejects when the deadline passes first. */
 export async function connectMongo(
   url: string,

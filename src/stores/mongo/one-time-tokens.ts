@@ -13,6 +13,7 @@ export interface OneTimeTokenDoc {
   accountId: string;
   expiresAt: Date;
   newIdentity?: string;
+  wrongPasswords?: number;
 }
 
 export const ONE_TIME_TOKENS_COLLECTION = 'one_time_tokens';
@@ -39,6 +40,7 @@ export class MongoOneTimeTokenStore implements OneTimeTokenStore {
       accountId: token.accountId,
       expiresAt: token.expiresAt,
       ...(token.newIdentity === undefined ? {} : { newIdentity: token.newIdentity }),
+      ...(token.wrongPasswords === undefined ? {} : { wrongPasswords: token.wrongPasswords }),
     });
   }
 
@@ -63,6 +65,13 @@ export class MongoOneTimeTokenStore implements OneTimeTokenStore {
 
 function toToken(doc: OneTimeTokenDoc | null): OneTimeToken | null {
   if (!doc) return null;
-  const { purpose, _id: digest, accountId, expiresAt, newIdentity } = doc;
-  return { purpose, digest, accountId, expiresAt, ...(newIdentity === undefined ? {} : { newIdentity }) };
+  const { purpose, _id: digest, accountId, expiresAt, newIdentity, wrongPasswords } = doc;
+  return {
+    purpose,
+    digest,
+    accountId,
+    expiresAt,
+    ...(newIdentity === undefined ? {} : { newIdentity }),
+    ...(wrongPasswords === undefined ? {} : { wrongPasswords }),
+  };
 }
