@@ -503,8 +503,11 @@ describe('nginx limits the requests that check a password or a client secret', {
         for (let i = 0; i < 23; i++) statuses.push((await request(front, method, path)).status);
         assert.deepEqual(statuses.slice(0, 21), Array(21).fill(200), `${method} ${path}: ${statuses}`);
         assert.equal(statuses.at(-1), 429, `${method} ${path}: ${statuses}`);
-        // Spelt otherwise, it is the same path to nginx and counts the same.
+        // Spelt otherwise, it is the same path to nginx (and to the app, whose routes ignore
+        // case) and counts the same.
         assert.equal((await request(front, method, `${path}/`)).status, 429, `${method} ${path}/`);
+        const shouted = path.toUpperCase();
+        assert.equal((await request(front, method, shouted)).status, 429, `${method} ${shouted}`);
         assert.equal((await send(`${front.https}${path}`, { ca })).status, 200, `GET ${path} is not limited`);
       } finally {
         await front.process.stop();
