@@ -70,9 +70,10 @@ export function createAccountFlows(options: AccountFlowsOptions) {
     ]);
 
   /**
-   * The write a used link pays for: should it fail, the link goes back, so that the same link
-   * works when its holder tries again (a link is consumed before the write so that of
-   * concurrent uses only one writes).
+   * The reads and write a used link pays for: should they fail, the link goes back, so that
+   * the same link works when its holder tries again (a link is consumed before the write so
+   * that of concurrent uses only one writes). One whose account's links were killed meanwhile
+   * stays dead.
    */
   async function writeOrPutBack<T>(token: OneTimeToken, writing: () => Promise<T>): Promise<T> {
     try {
@@ -156,7 +157,7 @@ export function createAccountFlows(options: AccountFlowsOptions) {
      * Activates the account of the link. The link proves the mailbox, the password proves the
      * registrant: both are needed, so an address registered by someone else cannot be taken
      * over by its owner clicking the link (nor the other way round). 404 when the link is no
-     * good; a wrong password leaves the link usable, and so does a write that fails.
+     * good; a wrong password leaves the link usable, and so does a read or write that fails.
      */
     async activate(hash: string, password: string): Promise<Account> {
       checkInput(ActivationBody, { password });
@@ -167,13 +168,13 @@ export function createAccountFlows(options: AccountFlowsOptions) {
         throw new ValidationFailed({ password: ['Does not match the password chosen at registration'] });
       }
       const { token } = await links.token('activation', hash, 'consume');
-      const account = await users.findById(token.accountId);
-      if (account?.status !== 'pending' || account.passwordHash !== registered.passwordHash) throw invalid;
-      const activated = await writeOrPutBack(token, () =>
-        write(account, { status: 'active', updatedAt: now() }),
-      );
+      const activated = await writeOrPutBack(token, async () => {
+        const account = await users.findById(token.accountId);
+        if (account?.status !== 'pending' || account.passwordHash !== registered.passwordHash) return null;
+        return write(account, { status: 'active', updatedAt: now() });
+      });
       if (!activated) throw invalid;
-      await oneTimeTokens.deleteForAccount(account.id, 'activation');
+      await oneTimeTokens.deleteForAccount(activated.id, 'activation');
       return activated;
     },
 

@@ -89,7 +89,8 @@ export function createIdentityChange(deps: {
      * concurrent uses one wins. It is put back when this use fails on anything but the link
      * itself: a wrong password (400, counted), an address taken meanwhile (409), or a write
      * that failed (the same link works on retry). 404 when the link is no good, or its account
-     * is no longer active. Every other link mailed for the account dies with it, and every
+     * is no longer active. Every other link mailed for the account dies before the account is
+     * written (a use of one of them that is under way cannot put it back alive), and every
      * session of the account ends (a new identity does, sessions.ts).
      */
     async confirmIdentityChange(hash: string, given: { currentPassword: string }): Promise<Account> {
@@ -110,10 +111,14 @@ export function createIdentityChange(deps: {
           throw new ValidationFailed({ currentPassword: ['Is not the current password'] });
         }
         if (await heldByAnother(newIdentity, account)) throw new DuplicateIdentity(newIdentity);
+        // Every other link dies before the account moves, so no move leaves links mailed to
+        // the old address alive; this one alone comes back, in the new generation, should the
+        // write fail.
+        const generation = await oneTimeTokens.deleteForAccount(account.id);
+        back = { ...token, generation };
         const moved = await deps.write(account, { identity: newIdentity, updatedAt: deps.now() });
         back = null;
         if (!moved) throw invalid;
-        await oneTimeTokens.deleteForAccount(account.id);
         return moved;
       } catch (error) {
         if (back) await links.putBack(back);

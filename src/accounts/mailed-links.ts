@@ -82,11 +82,13 @@ export function createMailedLinks(deps: {
 
     /**
      * Puts back a link that a use took and then could not complete (a write failed, or a
-     * check that must not use the link up refused), so that its holder can try again. A link
-     * that cannot be put back is lost, as if used: the holder asks for a new one.
+     * check that must not use the link up refused), so that its holder can try again. It
+     * stays dead if the account's links were killed while the use held it (the store keeps
+     * the generation it was issued in). A link that cannot be put back is lost, as if used:
+     * the holder asks for a new one.
      */
     async putBack(token: OneTimeToken): Promise<void> {
-      await oneTimeTokens.save(token).catch(() => undefined);
+      await oneTimeTokens.putBack(token).catch(() => undefined);
     },
   };
 }

@@ -1,4 +1,4 @@
-import { Conflict, Forbidden, NotFound, ValidationFailed } from '../errors.ts';
+import { Conflict, DuplicateIdentity, Forbidden, NotFound, ValidationFailed } from '../errors.ts';
 import type { Actor } from '../identity.ts';
 import { isUuid } from '../ids.ts';
 import type { RuleLock } from '../rule-lock.ts';
@@ -213,14 +213,20 @@ export function createAccountManagement(deps: {
       if (input.roles !== undefined) changes.roles = [...input.roles];
       if (input.password !== undefined) changes.passwordHash = await passwords.hash(input.password);
       const after = { status: input.status ?? target.status, roles: input.roles ?? target.roles };
-      const updated =
-        input.status === undefined && input.roles === undefined
-          ? await write(target, changes)
-          : await keepingASuperuser(target, after, () => write(target, changes));
-      // Links mailed to the old address must not act on the account any more.
-      if (input.identity !== undefined && input.identity !== target.identity)
-        await oneTimeTokens.deleteForAccount(target.id);
-      return updated;
+      const moves = identity !== target.identity;
+      if (moves) {
+        const holder = await accounts.findByIdentity(identity);
+        if (holder && holder.id !== target.id) throw new DuplicateIdentity(identity);
+      }
+      // Links mailed to the old address must not act on the account any more: they die before
+      // the write, once every check passed, so that no change of address leaves them alive.
+      const writing = async () => {
+        if (moves) await oneTimeTokens.deleteForAccount(target.id);
+        return write(target, changes);
+      };
+      return input.status === undefined && input.roles === undefined
+        ? await writing()
+        : await keepingASuperuser(target, after, writing);
     },
 
     /** Deletes an account that is not deleted yet (see erase). */

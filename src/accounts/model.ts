@@ -196,6 +196,12 @@ export function compareListed(
 
 export type OneTimeTokenPurpose = 'activation' | 'reset' | 'identity-change';
 
+export const ONE_TIME_TOKEN_PURPOSES: readonly OneTimeTokenPurpose[] = [
+  'activation',
+  'reset',
+  'identity-change',
+];
+
 /**
  * A single-use, expiring hash mailed to an account holder (activation, password reset and
  * change of address links). Only a SHA-256 digest of the hash is stored: whoever reads the
@@ -212,17 +218,35 @@ export interface OneTimeToken {
   newIdentity?: string;
   /** A change of address link: the wrong passwords tried with it so far (none when absent). */
   wrongPasswords?: number;
+  /**
+   * The generation of the account's links of this purpose the token was issued in, set by the
+   * store (absent: before the first kill). `deleteForAccount` starts a new generation, and a
+   * token of an earlier one is dead wherever it is, so one put back after the kill stays dead.
+   */
+  generation?: string;
 }
 
 export interface OneTimeTokenStore {
+  /** Stores a new token, in the current generation of its account's links of its purpose. */
   save(token: OneTimeToken): Promise<void>;
   /**
+   * Stores again a token that `consume` returned, in the generation it carries: when the
+   * account's links of its purpose were killed since, it is not found nor consumed.
+   */
+  putBack(token: OneTimeToken): Promise<void>;
+  /**
    * Removes and returns the unexpired token with this purpose and digest, atomically: of two
-   * concurrent calls with one digest at most one gets it. Expired or unknown: null.
+   * concurrent calls with one digest at most one gets it, and what it returns is what it
+   * removed. Expired, unknown or of a killed generation: null.
    */
   consume(purpose: OneTimeTokenPurpose, digest: string): Promise<OneTimeToken | null>;
-  /** The unexpired token, without using it up (to tell a client whether a link is still good). */
+  /** The unexpired live token, without using it up (to tell a client whether a link is still good). */
   find(purpose: OneTimeTokenPurpose, digest: string): Promise<OneTimeToken | null>;
-  /** Forgets the account's tokens, of one purpose or (without a purpose) all of them. */
-  deleteForAccount(accountId: string, purpose?: OneTimeTokenPurpose): Promise<void>;
+  /**
+   * Kills the account's tokens, of one purpose or (without a purpose) all of them: they are
+   * forgotten, and a new generation begins, so a token that a use holds meanwhile is dead
+   * when put back. The new generation is first recorded, then the tokens deleted. Returns it:
+   * a token put back with it lives (the link whose use killed the others, should that use fail).
+   */
+  deleteForAccount(accountId: string, purpose?: OneTimeTokenPurpose): Promise<string>;
 }

@@ -249,6 +249,59 @@ for (const backend of backends()) {
       assert.equal(retried.body.identity, wanted);
     });
 
+    test('a link taken by a failing use while another link moved the account stays dead when put back', async (t) => {
+      const { account, tokens } = await newUser('raced');
+      const typo = address('typo');
+      const stranger = await changeLink(tokens.access_token, typo);
+      const mine = await changeLink(tokens.access_token, address('real'));
+      // The stranger's wrong password is checked only once the owner's confirmation is done.
+      const passwords = server.app.passwords;
+      const verify = passwords.verify.bind(passwords);
+      let entered: () => void = () => undefined;
+      const checking = new Promise<void>((resolve) => {
+        entered = resolve;
+      });
+      let release: () => void = () => undefined;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      t.mock.method(passwords, 'verify', async (password: string, hash: string) => {
+        if (password !== 'a stranger guessing') return verify(password, hash);
+        entered();
+        await held;
+        return false;
+      });
+      const attempt = confirm(stranger.path, { currentPassword: 'a stranger guessing' });
+      await checking;
+      const moved = await confirm(mine.path);
+      assert.equal(moved.status, 200, JSON.stringify(moved.body));
+      release();
+      assert.equal((await attempt).status, 400);
+      assert.equal((await confirm(stranger.path)).status, 404, 'the link died with the change');
+      assert.notEqual((await server.app.stores.users.findById(account.id))?.identity, typo);
+    });
+
+    test('when the other links cannot be killed, the change is not made: the link works on retry', async () => {
+      const { account, identity, tokens } = await newUser('unkillable');
+      const wanted = address('unkillable-new');
+      const link = await changeLink(tokens.access_token, wanted);
+      const oneTimeTokens = server.app.stores.oneTimeTokens;
+      mock.method(
+        oneTimeTokens,
+        'deleteForAccount',
+        async () => {
+          throw new Error('the store failed mid-request');
+        },
+        { times: 1 },
+      );
+      const failed = await confirm(link.path);
+      assert.ok(failed.status >= 500, JSON.stringify(failed.body));
+      assert.equal((await server.app.stores.users.findById(account.id))?.identity, identity, 'not moved');
+      const retried = await confirm(link.path);
+      assert.equal(retried.status, 200, JSON.stringify(retried.body));
+      assert.equal(retried.body.identity, wanted);
+    });
+
     test('malformed, unknown and expired links are 404, and so is a link of an account that is no longer active', async () => {
       for (const hash of ['short', 'A'.repeat(43), `${'A'.repeat(42)}!`]) {
         const answer = await confirm(`${CHANGE_LINK}${encodeURIComponent(hash)}`);
@@ -279,6 +332,25 @@ for (const backend of backends()) {
       assert.equal(changed.body.identity, direct);
       assert.equal((await confirm(link.path)).status, 404);
       assert.ok(await canUserLogin(server.url, direct));
+    });
+
+    test("an administrator's change of address is not made when the user's links cannot be killed", async () => {
+      const { account, identity } = await newUser('admin-unkillable');
+      const admin = await adminLogin(server.url, SEEDED_ADMIN.username, SEEDED_ADMIN.password);
+      mock.method(
+        server.app.stores.oneTimeTokens,
+        'deleteForAccount',
+        async () => {
+          throw new Error('the store failed mid-request');
+        },
+        { times: 1 },
+      );
+      const failed = await request(server.url, 'PATCH', `/users/${account.id}`, {
+        token: admin.access_token,
+        json: { identity: address('admin-unkillable-new') },
+      });
+      assert.ok(failed.status >= 500, JSON.stringify(failed.body));
+      assert.equal((await server.app.stores.users.findById(account.id))?.identity, identity, 'not changed');
     });
   });
 }

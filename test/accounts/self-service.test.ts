@@ -211,6 +211,26 @@ for (const backend of backends()) {
       assert.ok(await canUserLogin(server.url, identity));
     });
 
+    test('a read that fails after the activation link was taken puts it back: the same link works on retry', async (t) => {
+      const identity = 'activation-read-retry@example.com';
+      await register({ identity, password: PASSWORD, passwordConfirm: PASSWORD });
+      const { path } = linkIn(lastMailTo(await mails(), identity).parsed, '/account/activate/');
+      const users = server.app.stores.users;
+      const findById = users.findById.bind(users);
+      // The activation reads the account once to check the password, and again once it took the link.
+      let reads = 0;
+      t.mock.method(users, 'findById', async (id: string) => {
+        if (++reads === 2) throw new Error('the store failed mid-request');
+        return findById(id);
+      });
+      const failed = await request(server.url, 'PATCH', path, { json: { password: PASSWORD } });
+      assert.ok(failed.status >= 500, JSON.stringify(failed.body));
+      assert.equal(reads, 2);
+      const retried = await request(server.url, 'PATCH', path, { json: { password: PASSWORD } });
+      assert.equal(retried.status, 200, JSON.stringify(retried.body));
+      assert.ok(await canUserLogin(server.url, identity));
+    });
+
     test('one activation link used by concurrent requests: exactly one succeeds', async () => {
       const identity = 'race@example.com';
       await register({ identity, password: PASSWORD, passwordConfirm: PASSWORD });

@@ -97,6 +97,53 @@ describeStoreContract<Subject>(
       });
     });
 
+    test("a token taken before its account's links were killed stays dead when put back", async () => {
+      const change = { ...token('identity-change', 'acc-10'), newIdentity: 'stranger@example.com' };
+      const reset = token('reset', 'acc-10');
+      const activation = token('activation', 'acc-10');
+      for (const t of [change, reset, activation]) await h.store.save(t);
+      const takenChange = await h.store.consume('identity-change', change.digest);
+      const takenReset = await h.store.consume('reset', reset.digest);
+      const takenActivation = await h.store.consume('activation', activation.digest);
+      assert.ok(takenChange && takenReset && takenActivation);
+      await h.store.deleteForAccount('acc-10', 'reset');
+      await h.store.putBack(takenReset);
+      assert.equal(await h.store.find('reset', reset.digest), null, 'killed by its purpose');
+      assert.equal(await h.store.consume('reset', reset.digest), null);
+      await h.store.putBack({ ...takenActivation, wrongPasswords: 1 });
+      assert.ok(await h.store.find('activation', activation.digest), 'another purpose lives on');
+      await h.store.deleteForAccount('acc-10');
+      await h.store.putBack({ ...takenChange, wrongPasswords: 1 });
+      assert.equal(await h.store.find('identity-change', change.digest), null, 'killed with every link');
+      assert.equal(await h.store.consume('identity-change', change.digest), null);
+      assert.equal(await h.store.find('activation', activation.digest), null, 'killed while it was stored');
+
+      const later = token('reset', 'acc-10');
+      await h.store.save(later);
+      assert.ok(await h.store.find('reset', later.digest), 'a link issued after the kill works');
+      const takenLater = await h.store.consume('reset', later.digest);
+      assert.ok(takenLater);
+      await h.store.putBack(takenLater);
+      assert.ok(await h.store.consume('reset', later.digest), 'and is put back alive');
+    });
+
+    test('a token put back with the generation its kill returned lives, until the next kill', async () => {
+      const change = { ...token('identity-change', 'acc-11'), newIdentity: 'owner@example.com' };
+      const reset = token('reset', 'acc-11');
+      await h.store.save(change);
+      await h.store.save(reset);
+      const taken = await h.store.consume('identity-change', change.digest);
+      assert.ok(taken);
+      const generation = await h.store.deleteForAccount('acc-11');
+      await h.store.putBack({ ...taken, generation });
+      assert.equal(await h.store.find('reset', reset.digest), null, 'the other link died');
+      const again = await h.store.consume('identity-change', change.digest);
+      assert.deepEqual(again, { ...change, generation });
+      await h.store.putBack(again);
+      await h.store.deleteForAccount('acc-11', 'identity-change');
+      assert.equal(await h.store.find('identity-change', change.digest), null);
+    });
+
     test('an expired token is neither found nor consumed', async () => {
       const saved = token('reset', 'acc-3', 1000);
       await h.store.save(saved);
@@ -140,5 +187,51 @@ test('openStores keeps one-time tokens in MongoDB beside the accounts', { skip: 
     await store.save(saved);
     assert.deepEqual(await store.consume('activation', saved.digest), saved);
     await stores.close();
+  });
+});
+
+test('on MongoDB a consume deletes only the copy it read: a count put back meanwhile is not lost', {
+  skip: mongoSkipped,
+}, async () => {
+  await withMongoTestDatabase('one_time_tokens_copy', async ({ db }) => {
+    const collection = db.collection<OneTimeTokenDoc>(ONE_TIME_TOKENS_COLLECTION);
+    // B's deleteOne waits until A has consumed the link and put it back with one more wrong password.
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let reached: () => void = () => undefined;
+    const deleting = new Promise<void>((resolve) => {
+      reached = resolve;
+    });
+    const gated = new Proxy(collection, {
+      get(target, property, receiver) {
+        if (property !== 'deleteOne') return Reflect.get(target, property, receiver);
+        return async (...args: Parameters<typeof target.deleteOne>) => {
+          reached();
+          await gate;
+          return target.deleteOne(...args);
+        };
+      },
+    });
+    const storeA = new MongoOneTimeTokenStore(collection);
+    const storeB = new MongoOneTimeTokenStore(gated);
+    const saved = {
+      purpose: 'identity-change' as const,
+      digest: newOneTimeSecret().digest,
+      accountId: 'acc-12',
+      expiresAt: new Date(Date.now() + HOUR),
+      newIdentity: 'counted@example.com',
+      wrongPasswords: 3,
+    };
+    await storeA.save(saved);
+    const b = storeB.consume('identity-change', saved.digest);
+    await deleting;
+    const a = await storeA.consume('identity-change', saved.digest);
+    assert.deepEqual(a, saved);
+    await storeA.putBack({ ...saved, wrongPasswords: 4 });
+    release();
+    assert.equal(await b, null, 'B read a copy that is gone');
+    assert.deepEqual(await storeA.consume('identity-change', saved.digest), { ...saved, wrongPasswords: 4 });
   });
 });

@@ -1,4 +1,10 @@
-import type { OneTimeToken, OneTimeTokenPurpose, OneTimeTokenStore } from '../../accounts/model.ts';
+import { randomUUID } from 'node:crypto';
+import {
+  ONE_TIME_TOKEN_PURPOSES,
+  type OneTimeToken,
+  type OneTimeTokenPurpose,
+  type OneTimeTokenStore,
+} from '../../accounts/model.ts';
 
 /**
  * One-time tokens in process memory. No method awaits before it has done its work, so on
@@ -6,6 +12,8 @@ import type { OneTimeToken, OneTimeTokenPurpose, OneTimeTokenStore } from '../..
  */
 export class MemoryOneTimeTokenStore implements OneTimeTokenStore {
   readonly #byDigest = new Map<string, OneTimeToken>();
+  /** The current generation of each account's links of a purpose, once they were first killed. */
+  readonly #generations = new Map<string, string>();
   readonly #now: () => number;
 
   constructor(now: () => number = () => Date.now()) {
@@ -13,8 +21,13 @@ export class MemoryOneTimeTokenStore implements OneTimeTokenStore {
   }
 
   async save(token: OneTimeToken): Promise<void> {
-    this.#sweep();
-    this.#byDigest.set(token.digest, { ...token, expiresAt: new Date(token.expiresAt) });
+    const { generation: _ignored, ...fresh } = token;
+    const generation = this.#generations.get(generationKey(token.accountId, token.purpose));
+    this.#store(generation === undefined ? fresh : { ...fresh, generation });
+  }
+
+  async putBack(token: OneTimeToken): Promise<void> {
+    this.#store(token);
   }
 
   async consume(purpose: OneTimeTokenPurpose, digest: string): Promise<OneTimeToken | null> {
@@ -27,16 +40,26 @@ export class MemoryOneTimeTokenStore implements OneTimeTokenStore {
     return this.#usable(purpose, digest);
   }
 
-  async deleteForAccount(accountId: string, purpose?: OneTimeTokenPurpose): Promise<void> {
+  async deleteForAccount(accountId: string, purpose?: OneTimeTokenPurpose): Promise<string> {
+    const generation = randomUUID();
+    for (const each of purpose === undefined ? ONE_TIME_TOKEN_PURPOSES : [purpose])
+      this.#generations.set(generationKey(accountId, each), generation);
     for (const [digest, token] of this.#byDigest) {
       if (token.accountId === accountId && (purpose === undefined || token.purpose === purpose))
         this.#byDigest.delete(digest);
     }
+    return generation;
+  }
+
+  #store(token: OneTimeToken): void {
+    this.#sweep();
+    this.#byDigest.set(token.digest, { ...token, expiresAt: new Date(token.expiresAt) });
   }
 
   #usable(purpose: OneTimeTokenPurpose, digest: string): OneTimeToken | null {
     const token = this.#byDigest.get(digest);
     if (!token || token.purpose !== purpose || token.expiresAt.getTime() <= this.#now()) return null;
+    if (token.generation !== this.#generations.get(generationKey(token.accountId, purpose))) return null;
     return { ...token, expiresAt: new Date(token.expiresAt) };
   }
 
@@ -48,3 +71,5 @@ export class MemoryOneTimeTokenStore implements OneTimeTokenStore {
     }
   }
 }
+
+const generationKey = (accountId: string, purpose: OneTimeTokenPurpose) => `${purpose}\n${accountId}`;
