@@ -32,12 +32,13 @@ export interface RuleLockTiming {
 }
 
 /**
- * `writeMs`: MongoDB's defaults (stores/mongo/connect.ts) fail an operation after at most 2 s
- * finding a server and 10 s waiting for its reply; 2 s more for a new connection.
+ * `writeMs`: MongoDB's defaults (stores/mongo/connect.ts) fail an attempt at a write after at
+ * most 2 s finding a server, 2 s getting a connection from the pool and 10 s waiting for its
+ * reply, and a retryable write is attempted twice. The lease leaves the check its window after that.
  */
 export const RULE_LOCK_TIMING: RuleLockTiming = {
-  leaseMs: 30_000,
-  writeMs: 14_000,
+  leaseMs: 44_000,
+  writeMs: 28_000,
   clockSkewMs: 5_000,
   waitMs: 5_000,
 };

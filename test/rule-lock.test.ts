@@ -106,7 +106,8 @@ describe('the rule lock', () => {
     const slow = longestMongoOperationMs(
       'mongodb://db/tokens?SocketTimeoutMS=120000&serverSelectionTimeoutMS=5000',
     );
-    assert.equal(slow, 5_000 + 2_000 + 120_000);
+    // Each attempt: finding a server, a connection from the pool, the reply; a retryable write is tried twice.
+    assert.equal(slow, 2 * (5_000 + 2_000 + 120_000));
     const timing = ruleLockTiming(slow);
     assert.equal(timing.writeMs, slow);
     assert.ok(timing.leaseMs > slow + timing.clockSkewMs, String(timing.leaseMs));
@@ -115,5 +116,37 @@ describe('the rule lock', () => {
     // A timeout turned off bounds no write: no deadline can cover it, the defaults stay.
     assert.equal(longestMongoOperationMs('mongodb://db/tokens?socketTimeoutMS=0'), Number.POSITIVE_INFINITY);
     assert.deepEqual(ruleLockTiming(Number.POSITIVE_INFINITY), RULE_LOCK_TIMING);
+  });
+
+  test('the longest write covers waiting for a pooled connection, and each attempt of a retried write', () => {
+    const attempt = 2_000 + 2_000 + 10_000;
+    assert.equal(longestMongoOperationMs('mongodb://db/tokens'), 2 * attempt);
+    assert.equal(longestMongoOperationMs('mongodb://db/tokens?retryWrites=false'), attempt);
+    assert.equal(
+      longestMongoOperationMs('mongodb://db/tokens?retryWrites=false&waitQueueTimeoutMS=7000'),
+      2_000 + 7_000 + 10_000,
+    );
+    // An unbounded wait for a connection bounds no write, however short the other timeouts.
+    assert.equal(
+      longestMongoOperationMs('mongodb://db/tokens?waitQueueTimeoutMS=0'),
+      Number.POSITIVE_INFINITY,
+    );
+    // A connection opened for a waiting write is opened within its wait, not after it.
+    assert.equal(
+      longestMongoOperationMs('mongodb://db/tokens?retryWrites=false&connectTimeoutMS=0'),
+      attempt,
+    );
+    // Retries of an overloaded server, each after a pause of up to 10 s.
+    assert.equal(
+      longestMongoOperationMs('mongodb://db/tokens?maxAdaptiveRetries=2'),
+      3 * attempt + 2 * 10_000,
+    );
+    // A client-side operation timeout bounds everything, retries included.
+    assert.equal(longestMongoOperationMs('mongodb://db/tokens?timeoutMS=9000'), 9_000);
+    assert.equal(longestMongoOperationMs('mongodb://db/tokens?timeoutMS=0'), Number.POSITIVE_INFINITY);
+    const timing = ruleLockTiming(longestMongoOperationMs('mongodb://db/tokens'));
+    assert.equal(timing.writeMs, 2 * attempt);
+    const { leases } = recordingLeases();
+    assert.ok(createRuleLock(leases, timing));
   });
 });

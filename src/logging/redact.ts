@@ -11,18 +11,20 @@ export const REDACTED = '[redacted]';
  * Member names (lower-cased, punctuation removed) that hold secrets: `password`,
  * `passwordConfirm`, `client_secret`, `refresh_token`, `access_token`, `id_token`, `Authorization`,
  * `Error-Reporting-Token`, `Cookie`, `apiKey`, `code_verifier` (PKCE), `client_assertion` (a
- * signed credential, RFC 7521), ... `passwordHash` too: a hash is not for the log either.
+ * signed credential, RFC 7521), `jwt` (an access token, `idJwt`), ... `passwordHash` too: a hash
+ * is not for the log either.
  */
 const SECRET_NAME =
-  /password|passwd|secret|token|authorization|cookie|apikey|privatekey|credential|verifier|assertion|resetcode|activationcode|confirmationcode/;
+  /password|passwd|secret|token|authorization|cookie|apikey|privatekey|credential|verifier|assertion|jwt|resetcode|activationcode|confirmationcode/;
 
 /**
- * `hash`, the hash of a mailed link as a client names it, only as the whole name: as part of
- * one (`hashAlgorithm`, `commitHash`) it is far more often something the log needs. (The
- * names that end in `code` are in SECRET_NAME; `code` alone is blanked only as a URL
- * parameter, below.)
+ * Secret only as the whole name: `hash`, the hash of a mailed link as a client names it, and
+ * `auth` (`user:password` in Node's request options, a client's credentials in an HTTP
+ * client's config). As part of a name (`hashAlgorithm`, `commitHash`, `author`, `authSource`)
+ * they are far more often something the log needs. (The names that end in `code` are in
+ * SECRET_NAME; `code` alone is blanked only as a URL parameter, below.)
  */
-const LINK_HASH_NAME = 'hash';
+const WHOLE_SECRET_NAMES = new Set(['hash', 'auth', 'proxyauth', 'basicauth']);
 
 /**
  * The parameters of an OAuth redirect back to an app (RFC 6749 §4.1.2): the authorization code
@@ -36,13 +38,14 @@ export function isSecretName(name: string): boolean {
   const normalised = percentDecoded(name)
     .toLowerCase()
     .replace(/[^a-z0-9]/g, '');
-  return normalised === LINK_HASH_NAME || SECRET_NAME.test(normalised);
+  return WHOLE_SECRET_NAMES.has(normalised) || SECRET_NAME.test(normalised);
 }
 
 /**
- * A form or query key as its sender meant it: `pass%77ord` is `password`. Each `%XX` becomes
- * one character; unlike decodeURIComponent this never throws, which made text full of
- * malformed escapes forty times slower to scrub than any other.
+ * A form or query key as its sender meant it: `pass%77ord` is `password`, and so is
+ * `pass%2577ord`, the key of a URL encoded into another URL's query. Each `%XX` (after any
+ * number of `25`s) becomes one character; unlike decodeURIComponent this never throws, which
+ * made text full of malformed escapes forty times slower to scrub than any other.
  */
 function percentDecoded(name: string): string {
   return name.includes('%')
@@ -50,7 +53,8 @@ function percentDecoded(name: string): string {
     : name;
 }
 
-const PERCENT_ESCAPE = /%([0-9A-Fa-f]{2})/g;
+/** `(25)*` and the pair after it cannot overlap in more than one way: linear, as the text. */
+const PERCENT_ESCAPE = /%(?:25)*([0-9A-Fa-f]{2})/g;
 
 const MAX_DEPTH = 12;
 
@@ -70,9 +74,12 @@ export function scrubSecrets(value: unknown): unknown {
  * form or query (`password=...`, also percent-encoded) and header (`Authorization: ...`,
  * `Cookie: ...`) syntax, the credentials of a URL (`redis://user:password@host`), the hash of a
  * mailed link (`/account/reset-password/<hash>`), the `code` and `state` of a redirect
- * wherever they are URL parameters (`/callback?code=...&state=...`), and every standalone
+ * wherever they are URL parameters (`/callback?code=...&state=...`), every standalone
  * run of 43 base64url characters, the shape of every one-time secret the service mails or
- * hands out (one-time-secrets.ts): a link's hash copied out of its link is still the link.
+ * hands out (one-time-secrets.ts): a link's hash copied out of its link is still the link, and
+ * every JWS in compact form (`eyJ...` `.` `...` `.` `...`), the shape of an access token.
+ * A URL may sit percent-encoded in another URL's query, once or more (`%252F` is an encoded
+ * `%2F`): each of these is recognised there too.
  *
  * Linear in the text, which anyone can send in an error report: a hand-written scan instead
  * of a regex with overlapping quantifiers, looking back at most a bounded key length from
@@ -93,30 +100,68 @@ export function scrubText(text: string): string {
 const SECRET_RUN_LENGTH = 43;
 
 /**
- * Every maximal run of base64url characters exactly SECRET_RUN_LENGTH long, blanked. A `%XX`
- * escape ends a run and starts the next (`%2F<hash>` inside an encoded URL). One pass, each
- * character looked at once.
+ * Every maximal run of base64url characters exactly SECRET_RUN_LENGTH long, and every JWS in
+ * compact form, blanked. A percent escape ends a run and starts the next (`%2F<hash>` inside an
+ * encoded URL), an escape encoded again too (`%252F<hash>`). One pass: each character is looked
+ * at once, the second part of a dotted run that turns out no JWS at most twice.
  */
 function blankSecretRuns(text: string): string {
   const kept: string[] = [];
   let copiedUpTo = 0;
+  const blank = (start: number, end: number) => {
+    kept.push(text.slice(copiedUpTo, start), REDACTED);
+    copiedUpTo = end;
+  };
+  // The last pair of an escape that began `%25`: a literal `%` before a hash (`%25` + `ab...`)
+  // reads the same as `%25ab` + `...`, so a run there is also measured from that pair.
+  let pairBefore = -1;
   let at = 0;
   while (at < text.length) {
     if (!isBase64urlCharacter(text.charCodeAt(at))) {
-      at += isPercentEscape(text, at) ? 3 : 1;
+      const escapeEnd = percentEscapeEnd(text, at);
+      pairBefore = escapeEnd > at + 3 ? escapeEnd - 2 : -1;
+      at = escapeEnd > at ? escapeEnd : at + 1;
       continue;
     }
     const start = at;
-    while (at < text.length && isBase64urlCharacter(text.charCodeAt(at))) at++;
-    if (at - start === SECRET_RUN_LENGTH) {
-      kept.push(text.slice(copiedUpTo, start), REDACTED);
-      copiedUpTo = at;
+    at = runEnd(text, at);
+    const jwsEnd = endOfJws(text, start, at);
+    if (jwsEnd !== undefined) {
+      blank(start, jwsEnd);
+      at = jwsEnd;
+    } else if (at - start === SECRET_RUN_LENGTH) {
+      blank(start, at);
+    } else if (pairBefore === start - 2 && at - pairBefore === SECRET_RUN_LENGTH) {
+      blank(pairBefore, at);
     }
+    pairBefore = -1;
   }
   if (copiedUpTo === 0) return text;
   kept.push(text.slice(copiedUpTo));
   return kept.join('');
 }
+
+function runEnd(text: string, at: number): number {
+  let end = at;
+  while (end < text.length && isBase64urlCharacter(text.charCodeAt(end))) end++;
+  return end;
+}
+
+/**
+ * Where the JWS whose first part is the run `[start, firstEnd)` ends, or undefined when it is
+ * none: a header (base64url JSON, so `eyJ`, `{"`), `.`, a payload, `.`, a signature (empty for
+ * `alg: none`), and the further parts of a JWE. A `.` ending a sentence after it is kept.
+ */
+function endOfJws(text: string, start: number, firstEnd: number): number | undefined {
+  if (!text.startsWith(JWS_HEADER_START, start) || text[firstEnd] !== '.') return undefined;
+  const payloadEnd = runEnd(text, firstEnd + 1);
+  if (payloadEnd === firstEnd + 1 || text[payloadEnd] !== '.') return undefined;
+  let end = runEnd(text, payloadEnd + 1);
+  while (text[end] === '.' && isBase64urlCharacter(text.charCodeAt(end + 1))) end = runEnd(text, end + 1);
+  return end;
+}
+
+const JWS_HEADER_START = 'eyJ';
 
 function isBase64urlCharacter(code: number): boolean {
   return (
@@ -128,8 +173,22 @@ function isBase64urlCharacter(code: number): boolean {
   );
 }
 
-function isPercentEscape(text: string, at: number): boolean {
-  return text[at] === '%' && isHexDigit(text.charCodeAt(at + 1)) && isHexDigit(text.charCodeAt(at + 2));
+/**
+ * Where the percent escape at `at` ends (`at` when there is none): `%XX`, or `%25XX`,
+ * `%2525XX`, ... an escape encoded once more for each `25`.
+ */
+function percentEscapeEnd(text: string, at: number): number {
+  if (text[at] !== '%' || !isHexDigit(text.charCodeAt(at + 1)) || !isHexDigit(text.charCodeAt(at + 2)))
+    return at;
+  let end = at + 3;
+  while (
+    text.charCodeAt(end - 2) === 0x32 &&
+    text.charCodeAt(end - 1) === 0x35 &&
+    isHexDigit(text.charCodeAt(end)) &&
+    isHexDigit(text.charCodeAt(end + 1))
+  )
+    end += 2;
+  return end;
 }
 
 function isHexDigit(code: number): boolean {
@@ -151,16 +210,20 @@ const CREDENTIALS_IN_URL = /:\/\/[^\s/@:'"?#]*(?::[^\s/'"]*)?@/g;
 /**
  * The hash of a mailed link in the service's own link shapes (docs/api.md): whoever reads a
  * live reset link can take the account. The path may be percent-encoded, as inside another
- * URL's query (`?next=%2Faccount%2Freset-password%2F...`). The prefix is a fixed alternation and
- * the hash one run of a single class with nothing after it, so no match backtracks: linear.
+ * URL's query (`?next=%2Faccount%2Freset-password%2F...`), and encoded again (`%252F`). The
+ * prefix is a fixed alternation (a run of `25`s cannot be read as the `2f` after it) and the
+ * hash one run of a single class with nothing after it: linear.
  */
 const MAILED_LINK_HASH =
-  /((?:\/|%2f)account(?:\/|%2f)(?:activate|reset-password|change-identity)(?:\/|%2f))[\w.~-]+/gi;
+  /((?:\/|%(?:25)*2f)account(?:\/|%(?:25)*2f)(?:activate|reset-password|change-identity)(?:\/|%(?:25)*2f))[\w.~-]+/gi;
 
 /** Longer names are not the keys this looks for; the bound keeps the look-back constant. */
 const MAX_KEY_LENGTH = 64;
-/** `:` (JSON, headers), `=` (forms, queries) and `%3D`, an `=` inside a percent-encoded URL. */
-const SEPARATOR = /[:=]|%3[Dd]/g;
+/**
+ * `:` (JSON, headers), `=` (forms, queries) and `%3D`, an `=` inside a percent-encoded URL
+ * (`%253D` encoded twice).
+ */
+const SEPARATOR = /[:=]|%(?:25)*3[Dd]/g;
 /**
  * Where an unquoted value ends: a form value at `&`, blanks or a quote; a value after `:` at the
  * line's end (a header such as `Authorization: Digest a="x", response="y"` has commas inside).

@@ -77,6 +77,53 @@ describe('scrubText', () => {
     for (const [text, scrubbed] of cases) assert.equal(scrubText(text), scrubbed, text);
   });
 
+  test("blanks a bare JWS compact token (an access token) wherever it stands, whatever its parts' lengths", () => {
+    const jws =
+      'eyJhbGciOiJSUzI1NiIsImtpZCI6ImsxIn0.eyJzdWIiOiJ1MSIsImV4cCI6MTcwMDAwMDAwMH0.c2lnbmF0dXJlc2lnbmF0dXJlc2lnbmF0dXJl';
+    const cases: [string, string][] = [
+      [`fetch failed after 401; retried with ${jws}`, `fetch failed after 401; retried with ${REDACTED}`],
+      [jws, REDACTED],
+      [`(${jws}), then ${jws}.`, `(${REDACTED}), then ${REDACTED}.`],
+      [`{"value":"${jws}"}`, `{"value":"${REDACTED}"}`],
+      [`/x?next=%2Fcb%23t%3D${jws}%26y`, `/x?next=%2Fcb%23t%3D${REDACTED}%26y`],
+      ['unsigned eyJhbGciOiJub25lIn0.eyJzdWIiOiJ1MSJ9. end', `unsigned ${REDACTED} end`],
+      ['eyJ.eyJ.eyJ', REDACTED],
+    ];
+    for (const [text, scrubbed] of cases) assert.equal(scrubText(text), scrubbed, text);
+  });
+
+  test('keeps dotted names, versions and two-part strings that are no JWS', () => {
+    for (const text of [
+      'eyJhbGciOiJub25lIn0.eyJzdWIiOiJ1MSJ9',
+      'eyJ is how {" starts in base64',
+      'node.js.v24 and a.b.c',
+      'xeyJhbGci.eyJzdWIi.sig',
+      'eyJhbGci..sig',
+    ]) {
+      assert.equal(scrubText(text), text);
+    }
+  });
+
+  test('blanks the hash of a mailed link encoded more than once, and 43-character runs after double-encoded escapes', () => {
+    const hash = 'QQQQQQQQQQQQQQQQQQQQrrrrrrrrrrrrrrrrrrrrrrr';
+    const cases: [string, string][] = [
+      [
+        `https://sso.example/login?next=%252Faccount%252Freset-password%252F${hash}`,
+        `https://sso.example/login?next=%252Faccount%252Freset-password%252F${REDACTED}`,
+      ],
+      [
+        `/a?next=%25252Faccount%25252Factivate%25252F${hash}%252526x`,
+        `/a?next=%25252Faccount%25252Factivate%25252F${REDACTED}%252526x`,
+      ],
+      [`/login?next=%252Fsomewhere%252F${hash}%2526x`, `/login?next=%252Fsomewhere%252F${REDACTED}%2526x`],
+      [`/login?next=%2525${hash}`, `/login?next=%2525${REDACTED}`],
+      [`a literal %25${'ab'}${hash.slice(2)} in a query`, `a literal %25${REDACTED} in a query`],
+      ['/x?next=%252Fcb%253Fpassword%253Dhunter2', `/x?next=%252Fcb%253Fpassword%253D${REDACTED}`],
+      ['/x?next=%252Fcb%253Fcode%253Dabc', `/x?next=%252Fcb%253Fcode%253D${REDACTED}`],
+    ];
+    for (const [text, scrubbed] of cases) assert.equal(scrubText(text), scrubbed, text);
+  });
+
   test('keeps base64url runs of other lengths, ids and digests', () => {
     const hash = 'Xy3_-aB9kLmN0pQrStUvWxYz0123456789abcdEFGHI';
     for (const text of [
@@ -192,6 +239,19 @@ describe('scrubText', () => {
       megabyte('%2F'),
       megabyte('%A'),
       megabyte('"hash":"'),
+      megabyte('eyJ.'),
+      megabyte('eyJ.eyJ'),
+      megabyte('eyJ..'),
+      megabyte(`eyJ${'a'.repeat(40)}.`),
+      megabyte('eyJ.eyJ.eyJ '),
+      megabyte('%25'),
+      '%'.concat('25'.repeat(500_000)),
+      megabyte('%252'),
+      megabyte('%2525x'),
+      megabyte(`%2525${'A'.repeat(41)}`),
+      megabyte('%252Faccount%2525'),
+      megabyte('%253D'),
+      megabyte('a%253Fb%253D'),
     ];
     for (const text of adversarial) {
       const started = performance.now();
@@ -213,7 +273,7 @@ describe('scrubSecrets', () => {
     assert.ok(Object.hasOwn(scrubbed, '__proto__'), 'the member is data, not the prototype');
   });
 
-  test('blanks members named hash, resetCode, activationCode and confirmationCode, and 43-character runs in names and values', () => {
+  test('blanks members named hash, resetCode, activationCode, confirmationCode, jwt, auth and tokens, and 43-character runs in names and values', () => {
     const hash = 'Xy3_-aB9kLmN0pQrStUvWxYz0123456789abcdEFGHI';
     const scrubbed = JSON.parse(
       JSON.stringify(
@@ -225,6 +285,16 @@ describe('scrubSecrets', () => {
           nested: { confirmationCode: 'c0nf', code: 'ECONNREFUSED', hashAlgorithm: 'sha256' },
           list: [`took ${hash}`],
           links: { [hash]: true },
+          jwt: 'j',
+          auth: 'user:pass',
+          proxyAuth: 'u:p',
+          id_token: 'i',
+          access_token: 'a',
+          refresh_token: 'r',
+          assertion: 's',
+          idJwt: 'x',
+          author: 'kept',
+          authSource: 'admin',
         }),
       ),
     );
@@ -236,6 +306,16 @@ describe('scrubSecrets', () => {
       nested: { confirmationCode: REDACTED, code: 'ECONNREFUSED', hashAlgorithm: 'sha256' },
       list: [`took ${REDACTED}`],
       links: { [REDACTED]: true },
+      jwt: REDACTED,
+      auth: REDACTED,
+      proxyAuth: REDACTED,
+      id_token: REDACTED,
+      access_token: REDACTED,
+      refresh_token: REDACTED,
+      assertion: REDACTED,
+      idJwt: REDACTED,
+      author: 'kept',
+      authSource: 'admin',
     });
   });
 });

@@ -4,6 +4,7 @@
  * rest of each table, built the way the drivers build them.
  */
 import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
 import { test } from 'node:test';
 import { ReplyError } from 'ioredis';
 import { MongoNetworkError, MongoNetworkTimeoutError, MongoServerError } from 'mongodb';
@@ -20,6 +21,24 @@ test('MongoDB: network errors, transient server codes and pool-resetting labels 
       new MongoServerError({ code: 2, errmsg: 'overloaded', errorLabels: ['SystemOverloadedError'] }),
     ),
   );
+});
+
+test("MongoDB: the pool's errors (closed, cleared, no connection free in time) are outages", () => {
+  // Not exported by the driver, which names them differently from their classes.
+  const pool = createRequire(import.meta.url)('mongodb/lib/cmap/errors.js') as Record<
+    string,
+    new (
+      ...args: unknown[]
+    ) => Error
+  >;
+  const address = { address: '127.0.0.1:27017' };
+  const errors = [
+    new (pool.WaitQueueTimeoutError as new (...args: unknown[]) => Error)('Timed out', address.address),
+    new (pool.PoolClosedError as new (...args: unknown[]) => Error)(address),
+    new (pool.PoolClearedError as new (...args: unknown[]) => Error)(address),
+    new (pool.PoolClearedOnNetworkError as new (...args: unknown[]) => Error)(address),
+  ];
+  for (const error of errors) assert.ok(isMongoOutage(error), error.name);
 });
 
 test('MongoDB: a socket error the driver lets through as a plain Node error is an outage', () => {

@@ -5,14 +5,24 @@
  * `mongodb://host/db?maxPoolSize=50&serverSelectionTimeoutMS=5000`:
  *   maxPoolSize               20      connections per process
  *   serverSelectionTimeoutMS  2000    how long a call waits for a reachable server before 503
+ *   waitQueueTimeoutMS        2000    how long a call waits for a connection from the pool
+ *                                     (all 20 busy, or a new one opening) before 503
  *   connectTimeoutMS          2000    TCP + handshake of one connection
  *   socketTimeoutMS           10000   a reply that takes longer fails the call (503)
+ *   maxAdaptiveRetries        0       an overloaded server's refusal is a 503 at once, not
+ *                                     retried after pauses of up to 10 s
  *   w                         majority  writes survive a replica-set failover
  *   readConcernLevel          majority  reads never rest on a write a failover rolls back
  * Startup: connecting and ensuring the indexes is retried (backoff 250 ms doubling to 2000 ms)
  * until the deadline. Afterwards the driver reconnects by itself in the background.
  */
-import { MongoClient, type MongoClientOptions, MongoError, MongoServerError } from 'mongodb';
+import {
+  MongoClient,
+  type MongoClientOptions,
+  MongoError,
+  MongoNetworkError,
+  MongoServerError,
+} from 'mongodb';
 import { hostOf, messageWithoutPassword } from '../../logging/redact-url.ts';
 import {
   backoff,
@@ -29,6 +39,12 @@ const MONGO_DEFAULTS = {
   serverSelectionTimeoutMS: 2000,
   connectTimeoutMS: 2000,
   socketTimeoutMS: 10000,
+  // The driver's default, 0, lets a call wait for a pooled connection without end: a write
+  // the rule lock let begin could then start long after its lease ran out (rule-lock.ts).
+  waitQueueTimeoutMS: 2000,
+  // Each retry of an overloaded server comes after a pause of up to 10 s, and every one
+  // lengthens the longest write the rule lock must wait out; the client retries a 503 instead.
+  maxAdaptiveRetries: 0,
   // An account write acknowledged is on a majority of a replica set: a failover cannot roll
   // back a password change or a deactivation that the service already reported done.
   w: 'majority',
@@ -36,20 +52,38 @@ const MONGO_DEFAULTS = {
   readConcernLevel: 'majority',
 } satisfies MongoClientOptions;
 
+/** The driver's longest pause before retrying an overloaded server (MAX_BACKOFF_MS in mongodb 7). */
+const OVERLOAD_BACKOFF_MS = 10_000;
+
 /**
- * The longest one operation can take before the driver fails it, the URL's options over the
- * defaults: finding a server, opening a connection, waiting for the reply. Infinity when the
- * URL turns one of these timeouts off (0) or gives no number.
+ * The longest one write can take before the driver fails it, the URL's options over the
+ * defaults. One attempt: finding a server, getting a connection from the pool (waiting for a
+ * free one, or for a new one to open: connecting happens within that wait), waiting for the
+ * reply. A retryable write (a replica set, `retryWrites` on, as by default) is attempted
+ * twice, or once more per `maxAdaptiveRetries` with a pause before each. A client-side
+ * operation timeout (`timeoutMS`) bounds all of it instead. Infinity when the URL turns one of
+ * these timeouts off (0) or gives no number.
  */
 export function longestMongoOperationMs(url: string): number {
   const query = url.includes('?') ? url.slice(url.indexOf('?') + 1) : '';
   const inUrl = new Map([...new URLSearchParams(query)].map(([key, value]) => [key.toLowerCase(), value]));
-  const timeout = (name: 'serverSelectionTimeoutMS' | 'connectTimeoutMS' | 'socketTimeoutMS') => {
-    const given = inUrl.get(name.toLowerCase());
-    const ms = given === undefined ? MONGO_DEFAULTS[name] : Number(given);
+  const milliseconds = (given: string | undefined, byDefault: number) => {
+    const ms = given === undefined ? byDefault : Number(given);
     return Number.isFinite(ms) && ms > 0 ? ms : Number.POSITIVE_INFINITY;
   };
-  return timeout('serverSelectionTimeoutMS') + timeout('connectTimeoutMS') + timeout('socketTimeoutMS');
+  const timeout = (name: 'serverSelectionTimeoutMS' | 'waitQueueTimeoutMS' | 'socketTimeoutMS') =>
+    milliseconds(inUrl.get(name.toLowerCase()), MONGO_DEFAULTS[name]);
+  const overall = inUrl.get('timeoutms');
+  if (overall !== undefined) return milliseconds(overall, 0);
+  const attemptMs =
+    timeout('serverSelectionTimeoutMS') + timeout('waitQueueTimeoutMS') + timeout('socketTimeoutMS');
+  const retriesGiven = inUrl.get('maxadaptiveretries');
+  const overloadRetries =
+    retriesGiven === undefined ? MONGO_DEFAULTS.maxAdaptiveRetries : Number(retriesGiven);
+  if (!Number.isInteger(overloadRetries) || overloadRetries < 0) return Number.POSITIVE_INFINITY;
+  if (inUrl.get('retrywrites')?.toLowerCase() === 'false') return attemptMs;
+  const attempts = Math.max(2, overloadRetries + 1);
+  return attempts * attemptMs + overloadRetries * OVERLOAD_BACKOFF_MS;
 }
 
 /** Connects and ensures the indexes every store relies on; rejects when the deadline passes first. */
@@ -108,7 +142,11 @@ export function checkMongoUrl(url: string): void {
 
 /** Server codes that mean "not reachable right now" rather than "your request is wrong". */
 const TRANSIENT_CODES = new Set([6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436]);
-/** Driver errors of a connection, a pool or server selection, by name. */
+/**
+ * Driver errors of a connection, a pool or server selection, by name: the name each reports,
+ * which for the pool's errors is not its class's (`WaitQueueTimeoutError` reports
+ * `MongoWaitQueueTimeoutError`).
+ */
 const OUTAGE_NAMES = new Set([
   'MongoNetworkError',
   'MongoNetworkTimeoutError',
@@ -117,9 +155,10 @@ const OUTAGE_NAMES = new Set([
   'MongoTopologyClosedError',
   'MongoClientClosedError',
   'MongoOperationTimeoutError',
-  'PoolClearedError',
-  'PoolClosedError',
-  'WaitQueueTimeoutError',
+  'MongoPoolClearedError',
+  'PoolClearedOnNetworkError',
+  'MongoPoolClosedError',
+  'MongoWaitQueueTimeoutError',
 ]);
 const OUTAGE_LABELS = ['ResetPool', 'SystemOverloadedError'];
 
@@ -129,7 +168,7 @@ export function isMongoOutage(error: unknown): boolean {
   if (error instanceof Error && !(error instanceof MongoError)) return isNetworkError(error);
   if (!(error instanceof MongoError)) return false;
   // By name as well as class: the pool errors are not exported by the driver.
-  if (OUTAGE_NAMES.has(error.name)) return true;
+  if (OUTAGE_NAMES.has(error.name) || error instanceof MongoNetworkError) return true;
   if (OUTAGE_LABELS.some((label) => error.hasErrorLabel(label))) return true;
   return error instanceof MongoServerError && TRANSIENT_CODES.has(Number(error.code));
 }
