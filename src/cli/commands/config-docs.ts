@@ -246,7 +246,8 @@ export function envExample(): string {
     ...blocks,
     '# --- docker-compose.yml (docker compose reads these from .env, not from this file) ---',
     '# Host name nginx answers to.\n# NGINX_SERVER_NAME=localhost',
-    '# CPUs of each app container, which also runs that many workers (WORKERS), and its memory.\n# APP_CPUS=2\n# APP_MEMORY=1g',
+    '# CPUs of each app container, which also runs that many workers (WORKERS), and its memory.\n' +
+      '# A whole number: the service refuses to start on a fractional WORKERS such as 1.5.\n# APP_CPUS=2\n# APP_MEMORY=1g',
     '# Memory Redis may use; when it is full, new sessions get 503 and none is evicted.\n# REDIS_MAXMEMORY=256mb',
   ].join('\n\n')}\n`;
 }
