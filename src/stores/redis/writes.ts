@@ -5,13 +5,15 @@ import { runScript, type Script } from './scripts.ts';
 
 /** How a store's write scripts reach Redis. */
 export interface ScriptWrites {
+  /** Whether a write counts only once replicas confirm it, some time after the server ran it. */
+  readonly acknowledged: boolean;
   /** Runs a write script; resolves with its reply once the write counts. */
   run(s: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
 }
 
 /** Writes that count once the server has run them: no replica is waited for. */
 export function immediateWrites(redis: RedisClient): ScriptWrites {
-  return { run: (s, keys, args) => runScript(redis, s, keys, args) };
+  return { acknowledged: false, run: (s, keys, args) => runScript(redis, s, keys, args) };
 }
 
 interface PendingWrite {
@@ -90,6 +92,7 @@ export function acknowledgedWrites(redis: RedisClient, replicas: number, timeout
   }
 
   return {
+    acknowledged: true,
     run(s, keys, args) {
       return new Promise((resolve, reject) => {
         queue.push({ s, keys, args, asText: false, resolve, reject });
