@@ -26,8 +26,9 @@ import {
  */
 const MAX_REFRESH_TOKEN_RETRY_SECONDS = 300;
 /**
- * A write may wait for two WAITs back to back (stores/redis/writes.ts): both within the 2 s
- * command timeout of stores/redis/connect.ts, with time left for the writes themselves.
+ * A write may wait for two WAITs back to back (stores/redis/writes.ts), so a refresh waits
+ * up to about twice this for the replicas; its connection's command timeout allows for that
+ * (stores/redis/connect.ts).
  */
 const MAX_REPLICA_ACK_TIMEOUT_MS = 900;
 
@@ -146,7 +147,7 @@ export const SETTINGS = {
     section: 'storage',
     meaning: 'Milliseconds a refresh-token change waits for `REDIS_MIN_REPLICA_ACKS` replicas.',
     default: '500',
-    notes: `At most ${MAX_REPLICA_ACK_TIMEOUT_MS}: two waits back to back must end before Redis commands time out (2 s).`,
+    notes: `At most ${MAX_REPLICA_ACK_TIMEOUT_MS}: a change may wait behind another's wait, so a refresh waits up to about twice this.`,
     value: integer(1, MAX_REPLICA_ACK_TIMEOUT_MS),
   },
   ACCOUNT_CACHE_SIZE: {

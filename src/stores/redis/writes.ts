@@ -31,7 +31,7 @@ interface PendingWrite {
  * replicas' confirmations follow each other without a round trip to this process between
  * them (measured: with one batch out, refreshes behind Sentinels ran at 0.8 times the rate
  * without replicas; with two, at the same rate). A write thus waits for at most two WAITs,
- * which REDIS_REPLICA_ACK_TIMEOUT_MS keeps within the command timeout.
+ * which the command timeout of its connection allows for (redis/connect.ts).
  */
 const BATCHES_OUT = 2;
 
