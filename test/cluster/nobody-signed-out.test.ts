@@ -403,6 +403,8 @@ describe('nobody is signed out by accident, every thief is caught', { skip }, ()
     );
     const promotedAt = Date.now();
     await sleep(RETRY_SECONDS * 1000 + 2000);
+    // A new replica in the killed one's place: restarted, that one would come back as a master
+    // without data until the Sentinels convert it, up to 10 s later, which is not under test.
     freshReplica = await startRedis([
       '--repl-diskless-sync-delay',
       '0',
