@@ -26,8 +26,9 @@ import {
  */
 const MAX_REFRESH_TOKEN_RETRY_SECONDS = 300;
 /**
- * A write may wait for two WAITs back to back (stores/redis/writes.ts): both within the 2 s
- * command timeout of stores/redis/connect.ts, with time left for the writes themselves.
+ * A write may wait for two WAITs back to back (stores/redis/writes.ts), so a refresh waits
+ * up to about twice this for the replicas; its connection's command timeout allows for that
+ * (stores/redis/connect.ts).
  */
 const MAX_REPLICA_ACK_TIMEOUT_MS = 900;
 
@@ -146,7 +147,7 @@ export const SETTINGS = {
     section: 'storage',
     meaning: 'Milliseconds a refresh-token change waits for `REDIS_MIN_REPLICA_ACKS` replicas.',
     default: '500',
-    notes: `At most ${MAX_REPLICA_ACK_TIMEOUT_MS}: two waits back to back must end before Redis commands time out (2 s).`,
+    notes: `At most ${MAX_REPLICA_ACK_TIMEOUT_MS}: a change may wait behind another's wait, so a refresh waits up to about twice this.`,
     value: integer(1, MAX_REPLICA_ACK_TIMEOUT_MS),
   },
   ACCOUNT_CACHE_SIZE: {
@@ -195,12 +196,16 @@ export const SETTINGS = {
   REFRESH_TOKEN_RETRY_SECONDS: {
     section: 'oauth',
     meaning:
-      'Seconds after a rotation during which the refresh token it replaced, presented again by its ' +
-      'client while the successor is unused, is answered with that same successor; 0 turns retries off.',
+      'Seconds after a rotation was answered during which the refresh token it replaced, presented ' +
+      'again by its client while the successor is unused, is answered with that same successor; a ' +
+      'retry so answered starts them again; 0 turns retries off.',
     default: '60',
     notes:
-      'So a client whose answer was lost, or two tabs refreshing at once, are not signed out. Anything ' +
-      'else that comes back still revokes the family; with 0, so does every retry. At most ' +
+      'So a client whose answer was lost, or two tabs refreshing at once, are not signed out. Behind ' +
+      'Redis replicas the window starts once they confirm the answer, so a replica outage of any ' +
+      'length does not end it. Anything else that comes back still revokes the family; with 0, so ' +
+      'does every retry. Longer than a Redis failover (seconds): a retry that cannot reach Redis ' +
+      'meanwhile must still find the window open. At most ' +
       `${MAX_REFRESH_TOKEN_RETRY_SECONDS}: [why](security.md#refresh-tokens).`,
     value: integer(0, MAX_REFRESH_TOKEN_RETRY_SECONDS),
   },

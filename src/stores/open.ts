@@ -19,7 +19,7 @@ import { connectMongo, isMongoOutage } from './mongo/connect.ts';
 import { mongoCatalogStores } from './mongo/index.ts';
 import { RedisCodeFlowStore } from './redis/code-flow.ts';
 import type { RedisClient } from './redis/connect.ts';
-import { connectRedis, isRedisOutage } from './redis/connect.ts';
+import { ackedWritesCommandTimeout, connectRedis, isRedisOutage } from './redis/connect.ts';
 import { RedisRefreshTokenStore } from './redis/refresh-tokens.ts';
 import { acknowledgedWrites } from './redis/writes.ts';
 import type { Stores } from './stores.ts';
@@ -50,10 +50,14 @@ export async function openStores(options: OpenStoresOptions): Promise<Stores> {
   // The acknowledged writes wait on a connection of their own: see redis/writes.ts.
   const writer =
     redis && options.redisUrl && acks.replicas > 0
-      ? await connectRedis(options.redisUrl, {
-          ...connect,
-          log: (message) => connect.log(`${message} (writes acknowledged by ${acks.replicas} replicas)`),
-        }).catch(async (error: unknown) => {
+      ? await connectRedis(
+          options.redisUrl,
+          {
+            ...connect,
+            log: (message) => connect.log(`${message} (writes acknowledged by ${acks.replicas} replicas)`),
+          },
+          { commandTimeout: ackedWritesCommandTimeout(acks.timeoutMs) },
+        ).catch(async (error: unknown) => {
           await Promise.allSettled([mongo?.close(), redis.close()]);
           throw error;
         })

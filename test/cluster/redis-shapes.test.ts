@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
+import { runCli } from '../cli/run-cli.ts';
 import {
   type Backend,
   realServersMissing,
@@ -66,6 +67,20 @@ for (const [shape, url] of [
   describe(`the service over Redis ${shape}`, {
     skip: skip || (url ? false : `no URL for Redis ${shape} (REDIS_${shape.toUpperCase()}_URL): not run`),
   }, () => {
+    test('a command that writes, run with this REDIS_URL, does its work and exits', async () => {
+      const root = await mkdtemp(join(tmpdir(), 'shapes-cli-'));
+      roots.push(root);
+      const env = {
+        MONGODB_URL: withDatabase(ferret.url, uniqueName('shapes_cli')),
+        REDIS_URL: url ?? '',
+        BCRYPT_COST: '4',
+      };
+      for (const args of [['seed'], ['client:rotate-secret', 'frontend', '--overlap', '60']]) {
+        const result = await runCli(args, { cwd: root, env, timeoutMs: 20_000 });
+        assert.equal(result.code, 0, result.stderr);
+      }
+    });
+
     test('signs in, reads, refreshes, answers a retry with the same successor, and revokes a family whose older token comes back', async () => {
       const service = await startService(url ?? '');
       const login = await passwordGrant(service.url);

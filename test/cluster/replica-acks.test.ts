@@ -68,8 +68,15 @@ describe('refresh-token changes acknowledged by a Redis replica', {
   }
 
   test('a rotation the replica does not confirm is 503, sign-ins too; the retry gets that rotation’s successor', async () => {
-    const { refresh_token } = await passwordGrant(server.url, FRONTEND_CLIENT, SEEDED_USER);
-    const first = await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token);
+    // The replica may still be catching up from the setup: a 503 then is the retry's to take.
+    const { refresh_token } = await onceSucceeds(() =>
+      passwordGrant(server.url, FRONTEND_CLIENT, SEEDED_USER),
+    );
+    const first = await onceSucceeds(async () => {
+      const response = await refreshGrant(server.url, FRONTEND_CLIENT, refresh_token);
+      if (response.status === 503) throw new Error('not confirmed yet');
+      return response;
+    });
     assert.equal(first.status, 200, JSON.stringify(first.body));
     const token = String(first.body.refresh_token);
 
@@ -125,6 +132,42 @@ describe('refresh-token changes acknowledged by a Redis replica', {
     const found = await onceSucceeds(() => b.rotate(grant, first, successor, retry));
     assert.equal(found.state, 'retry');
     assert.equal(found.state === 'retry' && found.sealedSuccessor, 'sealed');
+  });
+
+  test('a rotation the replica confirms only after its window is still retried; its window then runs from that confirmation', async () => {
+    let now = Date.now();
+    const store = new RedisRefreshTokenStore(await open(), {
+      prefix: `acks_${randomUUID()}:`,
+      writes: acknowledgedWrites(await open(), 1, 300),
+      now: () => now,
+    });
+    const grant = newGrant();
+    const first = { generation: 0, mac: randomBytes(16).toString('base64url') };
+    assert.equal(await store.create(grant, first), true);
+    const window = 1000;
+    const attempt = () =>
+      store.rotate(
+        grant,
+        first,
+        { generation: 1, mac: randomBytes(16).toString('base64url') },
+        { sealedSuccessor: 'sealed', until: now + window },
+      );
+
+    await withReplicaFrozen(async () => {
+      await assert.rejects(attempt(), NotReplicated);
+      // The replica stays down for longer than the window; the client keeps retrying.
+      now += 5 * window;
+      await assert.rejects(attempt(), NotReplicated);
+      now += 5 * window;
+    });
+    // No answer handed the successor out yet: the retry gets it, not a verdict of reuse.
+    const found = await onceSucceeds(attempt);
+    assert.equal(found.state, 'retry');
+    assert.equal(found.state === 'retry' && found.sealedSuccessor, 'sealed');
+    now += window / 2;
+    assert.equal((await store.inspect(grant.familyId, first)).state, 'retry');
+    now += window;
+    assert.equal((await store.inspect(grant.familyId, first)).state, 'reused');
   });
 
   test('concurrent changes share their waits for the replica', async () => {

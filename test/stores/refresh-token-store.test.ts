@@ -202,6 +202,20 @@ function refreshTokenContract(open: () => Promise<Harness>): void {
     assert.deepEqual(await inspect(store, next), { state: 'revoked' });
   });
 
+  test('a retry starts the window again: it runs from the last answer that handed the successor out', async () => {
+    const g = grant();
+    const t = await issue(store, g);
+    const next = await rotated(store, g, t, { retry: retryFor(600) });
+    await sleep(400);
+    assert.equal((await rotateAgain(store, g, t, retryFor(600))).state, 'retry');
+    await sleep(400);
+    // Past the rotation's window, within the retry's.
+    assert.equal((await inspect(store, t)).state, 'retry');
+    await sleep(400);
+    assert.equal((await rotateAgain(store, g, t, retryFor(600))).state, 'reused');
+    assert.deepEqual(await inspect(store, next), { state: 'revoked' });
+  });
+
   test("the replaced generation with another MAC is not its retry: reused (only the key's holder can make one)", async () => {
     const g = grant();
     const t = await issue(store, g);

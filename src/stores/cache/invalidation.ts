@@ -130,7 +130,10 @@ export class RedisInvalidations implements Invalidations {
         new Error(`${this.#unsent.size} cache invalidation(s) never published; the 30 s re-read bounds them`),
       );
     }
-    await this.#subscriber.quit().catch(() => this.#subscriber.disconnect());
+    await this.#subscriber.quit().catch(() => undefined);
+    // Behind Sentinels, quit() leaves the failover detector's Sentinel subscriptions open,
+    // which would keep a command of the command line running: disconnect() ends them too.
+    this.#subscriber.disconnect();
   }
 
   #receive(message: string): void {

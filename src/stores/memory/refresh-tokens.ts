@@ -61,6 +61,9 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     if (!family) return { state: 'unknown' };
     const found = this.#find(family, presented);
     if (found.state === 'reused') this.#revoke(family);
+    // A retry answered with the successor: the window runs from this answer.
+    if (found.state === 'retry' && retry && family.retry)
+      family.retry.until = Math.max(family.retry.until, retry.until);
     if (found.state !== 'current') return found;
     family.current = { ...successor };
     family.grant.expiresAt = grant.expiresAt;

@@ -6,7 +6,9 @@
  *   one multiplexed connection per server (ioredis does not pool), and one more for the
  *     refresh-token writes that replicas must confirm (REDIS_MIN_REPLICA_ACKS, redis/writes.ts)
  *   connectTimeout                2000
- *   commandTimeout                2000   a command without a reply by then fails (503)
+ *   commandTimeout                2000   a command without a reply by then fails (503); on the
+ *                                        connection of acknowledged writes, longer when two of
+ *                                        their WAITs need it (ackedWritesCommandTimeout)
  *   enableOfflineQueue            false  while disconnected a call fails at once instead of queueing
  *   maxRetriesPerRequest          0      calls in flight when the connection drops fail at once
  *   autoResendUnfulfilledCommands false  never replay a `consume` whose reply was lost
@@ -39,12 +41,22 @@ const REDIS_OPTIONS = {
   reconnectOnError: (error) => error.message.startsWith('READONLY') && 1,
 } satisfies RedisOptions;
 
-function createClient(target: RedisTarget): RedisClient {
+/**
+ * A write acknowledged by replicas may wait behind another batch's WAIT before its own
+ * (redis/writes.ts), and Redis ends a WAIT up to one server tick (100 ms at its default `hz`)
+ * after its timeout: the connection that carries them gives both WAITs that, and the writes.
+ */
+export function ackedWritesCommandTimeout(ackTimeoutMs: number): number {
+  return Math.max(REDIS_OPTIONS.commandTimeout, 2 * (ackTimeoutMs + 100) + 300);
+}
+
+function createClient(target: RedisTarget, commandTimeout: number): RedisClient {
   const credentials = { username: target.username, password: target.password };
   switch (target.shape) {
     case 'server':
       return new Redis({
         ...REDIS_OPTIONS,
+        commandTimeout,
         ...credentials,
         host: target.node.host,
         port: target.node.port,
@@ -54,6 +66,7 @@ function createClient(target: RedisTarget): RedisClient {
     case 'sentinel':
       return new Redis({
         ...REDIS_OPTIONS,
+        commandTimeout,
         ...credentials,
         sentinels: target.sentinels,
         name: target.masterName,
@@ -69,7 +82,7 @@ function createClient(target: RedisTarget): RedisClient {
         lazyConnect: true,
         enableOfflineQueue: false,
         clusterRetryStrategy: (times) => backoff(times, 100),
-        redisOptions: { ...REDIS_OPTIONS, ...credentials, lazyConnect: false },
+        redisOptions: { ...REDIS_OPTIONS, commandTimeout, ...credentials, lazyConnect: false },
       });
   }
 }
@@ -78,9 +91,10 @@ function createClient(target: RedisTarget): RedisClient {
 export async function connectRedis(
   url: string,
   { deadline, log }: ConnectOptions,
+  { commandTimeout = REDIS_OPTIONS.commandTimeout }: { commandTimeout?: number } = {},
 ): Promise<Connection<RedisClient>> {
   const host = hostOf(url);
-  const redis = createClient(parseRedisUrl(url));
+  const redis = createClient(parseRedisUrl(url), commandTimeout);
   // ioredis emits an error per failed attempt; log the first of each outage only.
   let down = false;
   let lastError = 'no connection yet';

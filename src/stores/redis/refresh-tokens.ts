@@ -22,10 +22,13 @@ import { immediateWrites, type ScriptWrites } from './writes.ts';
  *                        m its MAC
  *                        s u live | r revoked
  *                        e expiry (ms), c client, k kind, u subject, sc scope, st stamp
- *   P{familyId}:r      hash, the last rotation's retry record, PEXPIREAT the end of its window:
+ *   P{familyId}:r      hash, the last rotation's retry record, PEXPIREAT the end of its window
+ *                      (the family's expiry while p is set):
  *                        m MAC of the token it replaced
  *                        x the successor, sealed under a key only that token gives
  *                        e end of the retry window (ms)
+ *                        p while the last answer handing the successor out waits for the
+ *                          replicas: its mark (a fresh MAC); the window has not started
  *   Ps:{account}       sorted set of the account's family ids scored by expiry, pruned of
  *                      expired families on every write, PEXPIREAT its latest score; the
  *                      tag is a 96-bit digest of kind and subject, shorter than both
@@ -47,7 +50,8 @@ return 1
 
 /**
  * What the presented token (generation ARGV[1], MAC ARGV[2]) is at ARGV[3] (ms): its state,
- * the family's fields (the grant from f[4]) and, for a retry, the sealed successor.
+ * the family's fields (the grant from f[4]) and, for a retry, the retry record (r[2] the
+ * sealed successor). A retry record whose answer is not confirmed yet has no window running.
  */
 const FIND = `
 local function find()
@@ -62,14 +66,14 @@ local function find()
   end
   if presented > current then return 'unknown' end
   if presented == current - 1 then
-    local r = redis.call('HMGET', KEYS[2], 'm', 'x', 'e')
-    if r[1] == ARGV[2] and tonumber(r[3]) > now then return 'retry', f, r[2] end
+    local r = redis.call('HMGET', KEYS[2], 'm', 'x', 'e', 'p')
+    if r[1] == ARGV[2] and (r[4] or tonumber(r[3]) > now) then return 'retry', f, r end
   end
   return 'reused', f
 end
-local function reply(state, f, sealed)
+local function reply(state, f, r)
   if not f then return {state} end
-  return {state, f[4], f[5], f[6], f[7], f[8], f[9], sealed}
+  return {state, f[4], f[5], f[6], f[7], f[8], f[9], r and r[2]}
 end
 `;
 
@@ -81,29 +85,58 @@ return reply(find())
  * The one write of a refresh, a compare-and-set: a current token is replaced by its
  * successor (ARGV[4] its MAC, ARGV[5] the family's new expiry) and kept for retries (sealed
  * successor ARGV[6], or '' for none, until ARGV[7]); anything else is answered as found, and
- * an older generation revokes the family with that verdict.
+ * an older generation revokes the family with that verdict. A retry answered with the
+ * successor starts the window again (ARGV[7]). With ARGV[8] set, the answer waits for the
+ * replicas: the record is marked pending with ARGV[4] instead, and its window starts when
+ * CONFIRM_ANSWER says the answer went out, so that no outage of the replicas, however long,
+ * turns the client's retries into reuse.
  */
 const ROTATE = `${FIND}
-local state, f, sealed = find()
+local state, f, r = find()
+local pending = ARGV[8] ~= '' and ARGV[6] ~= ''
 if state == 'current' then
   redis.call('HSET', KEYS[1], 'g', tonumber(ARGV[1]) + 1, 'm', ARGV[4], 'e', ARGV[5])
   redis.call('PEXPIREAT', KEYS[1], ARGV[5])
   if ARGV[6] == '' then
     redis.call('DEL', KEYS[2])
+  elseif pending then
+    redis.call('HSET', KEYS[2], 'm', ARGV[2], 'x', ARGV[6], 'e', ARGV[7], 'p', ARGV[4])
+    redis.call('PEXPIREAT', KEYS[2], ARGV[5])
   else
     redis.call('HSET', KEYS[2], 'm', ARGV[2], 'x', ARGV[6], 'e', ARGV[7])
+    redis.call('HDEL', KEYS[2], 'p')
     redis.call('PEXPIREAT', KEYS[2], ARGV[7])
   end
   return {'rotated'}
 elseif state == 'retry' then
-  -- Rewritten as it is, so that a WAIT after this script, on any connection, also covers
+  -- Every branch writes, so that a WAIT after this script, on any connection, also covers
   -- the rotation this answer hands out.
-  redis.call('HSET', KEYS[2], 'x', sealed)
+  if pending then
+    redis.call('HSET', KEYS[2], 'p', ARGV[4])
+    redis.call('PEXPIREAT', KEYS[2], f[9])
+  elseif ARGV[6] ~= '' and tonumber(ARGV[7]) > tonumber(r[3]) then
+    redis.call('HSET', KEYS[2], 'e', ARGV[7])
+    redis.call('PEXPIREAT', KEYS[2], ARGV[7])
+  else
+    redis.call('HSET', KEYS[2], 'x', r[2])
+  end
 elseif state == 'reused' then
   redis.call('HSET', KEYS[1], 's', 'r')
   redis.call('DEL', KEYS[2])
 end
-return reply(state, f, sealed)
+return reply(state, f, r)
+`;
+
+/**
+ * The answer marked pending with ARGV[1] went out: the retry window starts, until ARGV[2].
+ * A later answer's mark, or a later rotation, is left alone.
+ */
+const CONFIRM_ANSWER = `
+if redis.call('HGET', KEYS[1], 'p') ~= ARGV[1] then return 0 end
+redis.call('HDEL', KEYS[1], 'p')
+redis.call('HSET', KEYS[1], 'e', ARGV[2])
+redis.call('PEXPIREAT', KEYS[1], ARGV[2])
+return 1
 `;
 
 /** Marks the family revoked for the rest of its life; returns its account to unlist it from. */
@@ -130,6 +163,7 @@ const SCRIPTS = {
   create: script(CREATE),
   inspect: script(INSPECT),
   rotate: script(ROTATE),
+  confirmAnswer: script(CONFIRM_ANSWER),
   revokeFamily: script(REVOKE_FAMILY),
   indexFamily: script(INDEX_FAMILY),
 };
@@ -188,6 +222,10 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
     successor: RefreshTokenGeneration,
     retry?: RefreshTokenRetry,
   ): Promise<RefreshTokenRotation> {
+    // Behind replicas an answer counts once they confirm it, so the retry window starts then
+    // (below), as long as it lasts; the successor's MAC, fresh each time, marks this answer.
+    const startedAt = this.#now();
+    const pending = retry && this.#writes.acknowledged ? successor.mac : '';
     // Both in one batch, the index sent first: were only the rotation to land, the refresh
     // failed, and the client's retry finds the rotation and lists the family again.
     const [, reply] = await Promise.all([
@@ -200,14 +238,26 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
         grant.expiresAt,
         retry?.sealedSuccessor ?? '',
         retry?.until ?? 0,
+        pending,
       ]),
     ]);
-    if (Array.isArray(reply) && reply[0] === 'rotated') return { state: 'rotated' };
-    const found = stateOf(grant.familyId, reply);
-    if (found.state === 'current') throw new Error('The rotate script left a current token unrotated');
+    const found = Array.isArray(reply) && reply[0] === 'rotated' ? null : stateOf(grant.familyId, reply);
+    if (found?.state === 'current') throw new Error('The rotate script left a current token unrotated');
+    if (pending && retry && (!found || found.state === 'retry'))
+      await this.#confirmAnswer(grant.familyId, pending, this.#now() + (retry.until - startedAt));
+    if (!found) return { state: 'rotated' };
     if (found.state === 'reused')
       await this.#unindex(found.grant.accountKind, found.grant.subject, grant.familyId);
     return found;
+  }
+
+  /**
+   * Starts the window of an answer the replicas confirmed. Not waited for by them: lost, the
+   * record stays pending, so the token it replaced stays a retry until its successor is used.
+   */
+  async #confirmAnswer(familyId: string, mark: string, until: number): Promise<void> {
+    const [, retryKey] = this.#familyKeys(familyId);
+    await runScript(this.#redis, SCRIPTS.confirmAnswer, [retryKey], [mark, until]).catch(() => undefined);
   }
 
   async revokeFamily(familyId: string): Promise<void> {

@@ -5,13 +5,15 @@ import { runScript, type Script } from './scripts.ts';
 
 /** How a store's write scripts reach Redis. */
 export interface ScriptWrites {
+  /** Whether a write counts only once replicas confirm it, some time after the server ran it. */
+  readonly acknowledged: boolean;
   /** Runs a write script; resolves with its reply once the write counts. */
   run(s: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
 }
 
 /** Writes that count once the server has run them: no replica is waited for. */
 export function immediateWrites(redis: RedisClient): ScriptWrites {
-  return { run: (s, keys, args) => runScript(redis, s, keys, args) };
+  return { acknowledged: false, run: (s, keys, args) => runScript(redis, s, keys, args) };
 }
 
 interface PendingWrite {
@@ -29,7 +31,7 @@ interface PendingWrite {
  * replicas' confirmations follow each other without a round trip to this process between
  * them (measured: with one batch out, refreshes behind Sentinels ran at 0.8 times the rate
  * without replicas; with two, at the same rate). A write thus waits for at most two WAITs,
- * which REDIS_REPLICA_ACK_TIMEOUT_MS keeps within the command timeout.
+ * which the command timeout of its connection allows for (redis/connect.ts).
  */
 const BATCHES_OUT = 2;
 
@@ -90,6 +92,7 @@ export function acknowledgedWrites(redis: RedisClient, replicas: number, timeout
   }
 
   return {
+    acknowledged: true,
     run(s, keys, args) {
       return new Promise((resolve, reject) => {
         queue.push({ s, keys, args, asText: false, resolve, reject });

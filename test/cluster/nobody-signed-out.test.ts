@@ -1,0 +1,486 @@
+/**
+ * Nobody is signed out by accident, and every thief is caught: simulated clients refresh for
+ * a bounded time against two service instances (each a cluster of two workers) over Redis
+ * with Sentinel and MongoDB (FerretDB), through a proxy that drops a share of the refresh
+ * answers after the server gave them, while, in turn: the Redis primary is killed with
+ * SIGKILL and Sentinel promotes the replica, which then has no replica of its own for longer
+ * than the retry window (so rotations cannot be confirmed and are answered 503), both
+ * instances restart one after the other, `keys:rotate` runs, and the clients' secret is
+ * rotated with an overlap. Every honest client retries as a standard client does (on a
+ * network error or a 503, with the same token); pairs of tabs share a token and refresh it
+ * together. Scripted thieves replay a token after its successor was used, after the window,
+ * or present one from another client: each family must be revoked, and only those.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { connect, createServer, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { runCli } from '../cli/run-cli.ts';
+import {
+  type Backend,
+  freePort,
+  onPath,
+  type SentinelSetup,
+  startFerretDb,
+  startRedis,
+  startSentinelSetup,
+  uniqueName,
+  withDatabase,
+} from '../support/backends.ts';
+import { eventually } from '../support/eventually.ts';
+import { ADMIN_CLIENT, FRONTEND_CLIENT, SEEDED_USER } from '../support/http.ts';
+import {
+  type RawResponse,
+  type ServiceProcess,
+  send,
+  spawnService,
+  waitForHttp,
+} from '../support/processes.ts';
+
+/**
+ * Short, so that the thief after the window is quick to script; longer than the Sentinels'
+ * failover (about 3 s here: 1 s to see the primary down, then the election), which a token
+ * whose answer was confirmed just before the kill must outlive, as the default of 60 s
+ * outlives a failover in production.
+ */
+const RETRY_SECONDS = 6;
+/** Share of refresh answers the proxy drops after the server gave them. */
+const DROP_SHARE = 0.12;
+const SINGLE_CLIENTS = 8;
+const TAB_PAIRS = 3;
+/** How long one refresh of a standard client keeps retrying before it gives up. */
+const GIVE_UP_MS = 60_000;
+
+function missingBackend(): string | false {
+  const reason = !onPath('redis-server')
+    ? 'redis-server is not on PATH'
+    : !process.env.MONGODB_URL && !onPath('ferretdb')
+      ? 'neither MONGODB_URL nor a ferretdb on PATH (the two instances share their accounts)'
+      : '';
+  if (!reason) return false;
+  console.log(`# nobody signed out: not run: ${reason}`);
+  return reason;
+}
+const skip = missingBackend();
+
+/** What the run did, printed at the end. */
+const counts = {
+  honestRefreshes: 0,
+  tabRounds: 0,
+  retries: 0,
+  networkErrors: 0,
+  unavailable: 0,
+  dropped: 0,
+  proxiedConnections: 0,
+  noInstance: 0,
+  thievesCaught: 0,
+};
+
+interface Proxy {
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A TCP proxy in front of the instances, as a load balancer: each connection goes to the next
+ * instance, or to the other one while that one does not accept. A share of the refresh
+ * requests (one per connection: the test's requests never keep a connection alive) has its
+ * answer swallowed once the server has started sending it, and the connection reset.
+ */
+async function startProxy(ports: readonly number[]): Promise<Proxy> {
+  let next = 0;
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    counts.proxiedConnections++;
+    sockets.add(client);
+    client.once('close', () => sockets.delete(client));
+    client.on('error', () => client.destroy());
+    client.pause();
+    const first = next++ % ports.length;
+    const order = ports.map((_, i) => ports[(first + i) % ports.length] ?? 0);
+    const tryNext = (index: number) => {
+      const port = order[index];
+      if (port === undefined) {
+        counts.noInstance++;
+        client.destroy();
+        return;
+      }
+      const upstream = connect(port, '127.0.0.1');
+      sockets.add(upstream);
+      upstream.once('close', () => sockets.delete(upstream));
+      let connected = false;
+      upstream.once('connect', () => {
+        connected = true;
+        relay(client, upstream);
+      });
+      upstream.on('error', () => {
+        if (connected) client.destroy();
+        else tryNext(index + 1);
+      });
+    };
+    tryNext(0);
+  });
+  const port = await freePort();
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${port}`,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+function relay(client: Socket, upstream: Socket): void {
+  let drop: boolean | undefined;
+  client.on('data', (chunk: Buffer) => {
+    drop ??=
+      chunk.toString('latin1').startsWith('POST /security/refresh-token') && Math.random() < DROP_SHARE;
+    upstream.write(chunk);
+  });
+  client.on('end', () => upstream.end());
+  client.once('close', () => upstream.destroy());
+  upstream.on('data', (chunk: Buffer) => {
+    if (drop) {
+      // The server answered; the answer never reaches the client.
+      counts.dropped++;
+      drop = false;
+      client.destroy();
+      upstream.destroy();
+      return;
+    }
+    client.write(chunk);
+  });
+  upstream.on('end', () => client.end());
+  upstream.once('close', () => client.destroy());
+  client.resume();
+}
+
+/** One service instance on a fixed port, so that it can be restarted there. */
+interface Instance {
+  port: number;
+  url: string;
+  service?: ServiceProcess;
+}
+
+describe('nobody is signed out by accident, every thief is caught', { skip }, () => {
+  let root: string;
+  let keysDir: string;
+  let sentinel: SentinelSetup;
+  let ferret: Backend | undefined;
+  let freshReplica: Backend | undefined;
+  let mongodbUrl: string;
+  let proxy: Proxy;
+  const instances: Instance[] = [];
+
+  async function start(instance: Instance): Promise<void> {
+    const service = spawnService({
+      cwd: root,
+      env: {
+        HOST: '127.0.0.1',
+        PORT: String(instance.port),
+        WORKERS: '2',
+        SHUTDOWN_GRACE: '5',
+        KEYS_DIR: keysDir,
+        LOG_DIR: join(root, `log-${instance.port}`),
+        BCRYPT_COST: '4',
+        MONGODB_URL: mongodbUrl,
+        REDIS_URL: sentinel.url,
+        REFRESH_TOKEN_RETRY_SECONDS: String(RETRY_SECONDS),
+        REDIS_REPLICA_ACK_TIMEOUT_MS: '300',
+      },
+    });
+    instance.service = service;
+    await waitForHttp(service.url, { service });
+    await service.waitForRecord((record) => String(record.msg).startsWith('All 2 worker(s) serving'));
+  }
+
+  before(async () => {
+    root = await mkdtemp(join(tmpdir(), 'nobody-signed-out-'));
+    keysDir = join(root, 'keys');
+    const [setup, mongo] = await Promise.all([
+      startSentinelSetup(),
+      process.env.MONGODB_URL ? undefined : startFerretDb(),
+    ]);
+    sentinel = setup;
+    ferret = mongo;
+    mongodbUrl = withDatabase(process.env.MONGODB_URL ?? ferret?.url ?? '', uniqueName('nobody'));
+    for (let i = 0; i < 2; i++) {
+      const port = await freePort();
+      instances.push({ port, url: `http://127.0.0.1:${port}` });
+    }
+    // One after the other: the first creates the key ring and seeds the database.
+    for (const instance of instances) await start(instance);
+    proxy = await startProxy(instances.map(({ port }) => port));
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await Promise.all(instances.map((instance) => instance.service?.stop()));
+    await Promise.all([sentinel?.dispose(), ferret?.dispose(), freshReplica?.dispose()]);
+    if (root) await rm(root, { recursive: true, force: true });
+  });
+
+  /** The secret the clients send: switched to the new one once it is rolled out. */
+  let clientSecret = FRONTEND_CLIENT.client_secret;
+
+  /**
+   * `attempt` as a standard client makes it: again, unchanged, after a network error or a 503,
+   * with back-off; the first other answer is the outcome.
+   */
+  async function asClient(attempt: () => Promise<RawResponse>): Promise<RawResponse> {
+    const deadline = Date.now() + GIVE_UP_MS;
+    for (let tries = 0; ; tries++) {
+      try {
+        const response = await attempt();
+        if (response.status !== 503) return response;
+        counts.unavailable++;
+      } catch (error) {
+        counts.networkErrors++;
+        if (Date.now() > deadline) throw error;
+      }
+      if (Date.now() > deadline) throw new Error(`still 503 after ${GIVE_UP_MS} ms`);
+      counts.retries++;
+      await sleep(Math.min(1000, 50 * 2 ** tries));
+    }
+  }
+
+  const tokenRequest = (url: string, path: string, json: Record<string, string>) => () =>
+    send(`${url}${path}`, { method: 'POST', json, timeoutMs: 10_000 });
+
+  async function signIn(): Promise<string> {
+    const response = await asClient(
+      tokenRequest(proxy.url, '/security/generate-token', {
+        grant_type: 'password',
+        scope: 'api',
+        client_id: FRONTEND_CLIENT.client_id,
+        client_secret: clientSecret,
+        ...SEEDED_USER,
+      }),
+    );
+    assert.equal(response.status, 200, response.text);
+    return String(response.json().refresh_token);
+  }
+
+  /** A refresh by the token's honest holder, through the proxy. */
+  function refresh(token: string): Promise<RawResponse> {
+    return asClient(
+      tokenRequest(proxy.url, '/security/refresh-token', {
+        grant_type: 'refresh_token',
+        scope: 'api',
+        client_id: FRONTEND_CLIENT.client_id,
+        client_secret: clientSecret,
+        refresh_token: token,
+      }),
+    );
+  }
+
+  /** The successor an honest refresh got; throws with the refusal otherwise. */
+  async function refreshed(token: string): Promise<string> {
+    const response = await refresh(token);
+    if (response.status !== 200) throw new Error(`${response.status} ${response.text}`);
+    return String(response.json().refresh_token);
+  }
+
+  /** A thief's presentation, straight to an instance, as `client`; retried until it is not 503. */
+  function present(token: string, client: { client_id: string; client_secret: string }) {
+    return asClient(
+      tokenRequest(instances[0]?.url ?? '', '/security/refresh-token', {
+        grant_type: 'refresh_token',
+        scope: 'api',
+        ...client,
+        refresh_token: token,
+      }),
+    );
+  }
+
+  test('while answers are lost, tabs race, Redis fails over, instances restart and keys and secrets rotate', {
+    timeout: 180_000,
+  }, async (t) => {
+    let stopping = false;
+    /** Why each honest client that was signed out (or refused) was. */
+    const failures: string[] = [];
+
+    async function single(name: string): Promise<string> {
+      let token = await signIn();
+      while (!stopping) {
+        try {
+          token = await refreshed(token);
+          counts.honestRefreshes++;
+        } catch (error) {
+          failures.push(`${name}: ${(error as Error).message}`);
+          return token;
+        }
+        await sleep(50 + Math.random() * 150);
+      }
+      return token;
+    }
+
+    /** Two tabs of one app: one token, refreshed by both at the same moment. */
+    async function tabs(name: string): Promise<string> {
+      let token = await signIn();
+      while (!stopping) {
+        const answers = await Promise.allSettled([refreshed(token), refreshed(token)]);
+        const [a, b] = answers.map((answer) =>
+          answer.status === 'fulfilled' ? answer.value : `refused: ${(answer.reason as Error).message}`,
+        );
+        if (a === undefined || a !== b || a.startsWith('refused')) {
+          failures.push(`${name}: the tabs got ${a} and ${b}`);
+          return token;
+        }
+        token = a;
+        counts.tabRounds++;
+        counts.honestRefreshes += 2;
+        await sleep(50 + Math.random() * 150);
+      }
+      return token;
+    }
+
+    const honest = [
+      ...Array.from({ length: SINGLE_CLIENTS }, (_, i) => single(`client ${i + 1}`)),
+      ...Array.from({ length: TAB_PAIRS }, (_, i) => tabs(`tabs ${i + 1}`)),
+    ];
+
+    /** A thief's replay, and the token its honest holder presents afterwards. */
+    interface Theft {
+      thief: string;
+      replay: RawResponse;
+      holdersLaterToken: string;
+    }
+    const thefts: Promise<Theft>[] = [
+      (async () => {
+        const stolen = await signIn();
+        const successor = await refreshed(stolen);
+        const later = await refreshed(successor);
+        return {
+          thief: 'a replay after the successor was used',
+          replay: await present(stolen, FRONTEND_CLIENT),
+          holdersLaterToken: later,
+        };
+      })(),
+      (async () => {
+        const stolen = await signIn();
+        const later = await refreshed(stolen);
+        await sleep(RETRY_SECONDS * 1000 + 1500);
+        return {
+          thief: 'a replay after the retry window',
+          replay: await present(stolen, FRONTEND_CLIENT),
+          holdersLaterToken: later,
+        };
+      })(),
+      (async () => {
+        const stolen = await refreshed(await signIn());
+        return {
+          thief: 'a token presented by another client',
+          replay: await present(stolen, ADMIN_CLIENT),
+          holdersLaterToken: stolen,
+        };
+      })(),
+    ];
+    const stolenDone = Promise.all(thefts);
+
+    // Answers are dropped and tabs race from the start; the thieves act meanwhile.
+    await stolenDone;
+    await sleep(1000);
+
+    // The primary dies; Sentinel promotes the replica, which has no replica of its own for
+    // longer than the retry window: no rotation can be confirmed, every refresh is 503.
+    const oldMaster = await sentinel.masterPort();
+    sentinel.primary.signal('SIGKILL');
+    const killedAt = Date.now();
+    let newMaster = oldMaster;
+    await eventually(
+      async () => {
+        newMaster = await sentinel.masterPort().catch(() => oldMaster);
+        return newMaster !== oldMaster;
+      },
+      'Sentinel promotes the replica',
+      30_000,
+    );
+    const promotedAt = Date.now();
+    await sleep(RETRY_SECONDS * 1000 + 2000);
+    // A new replica in the killed one's place: restarted, that one would come back as a master
+    // without data until the Sentinels convert it, up to 10 s later, which is not under test.
+    freshReplica = await startRedis([
+      '--repl-diskless-sync-delay',
+      '0',
+      '--replicaof',
+      '127.0.0.1',
+      String(newMaster),
+    ]);
+    const master = new Redis(newMaster, '127.0.0.1', { lazyConnect: true });
+    try {
+      await eventually(
+        async () => /slave0:.*state=online/.test(await master.info('replication')),
+        'the new replica is in sync',
+        30_000,
+      );
+    } finally {
+      master.disconnect();
+    }
+    const replicatedAt = Date.now();
+
+    // Both instances restart, one after the other.
+    for (const instance of instances) {
+      await instance.service?.stop();
+      await start(instance);
+    }
+
+    const keys = await runCli(['keys:rotate', '--dir', keysDir], { cwd: root });
+    assert.equal(keys.code, 0, keys.stderr);
+    await sleep(1000);
+
+    // The clients' secret is rotated with an overlap, then rolled out to them.
+    const rotation = await runCli(['client:rotate-secret', FRONTEND_CLIENT.client_id, '--overlap', '300'], {
+      cwd: root,
+      env: { MONGODB_URL: mongodbUrl, REDIS_URL: sentinel.url, BCRYPT_COST: '4' },
+    });
+    assert.equal(rotation.code, 0, rotation.stderr);
+    await sleep(1000);
+    clientSecret = String((JSON.parse(rotation.stdout) as { secret: string }).secret);
+    await sleep(2000);
+
+    stopping = true;
+    const finalTokens = await Promise.all(honest);
+    const caught = await stolenDone;
+
+    // Every honest client refreshes once more: its session is alive.
+    for (const [i, token] of finalTokens.entries()) {
+      const response = await refresh(token);
+      if (response.status !== 200) failures.push(`honest client ${i + 1} afterwards: ${response.text}`);
+    }
+    const thieves = [];
+    for (const { thief, replay, holdersLaterToken } of caught) {
+      const holder = await refresh(holdersLaterToken);
+      const revoked =
+        replay.status === 400 &&
+        replay.json().error === 'invalid_grant' &&
+        holder.status === 400 &&
+        holder.json().error === 'invalid_grant';
+      if (revoked) counts.thievesCaught++;
+      thieves.push({ thief, replay: replay.status, holder: holder.status, revoked });
+    }
+
+    for (const [name, value] of Object.entries(counts)) t.diagnostic(`${name}: ${value}`);
+    t.diagnostic(
+      `failover: promoted ${promotedAt - killedAt} ms after the kill; confirmations resumed ` +
+        `${replicatedAt - killedAt} ms after it`,
+    );
+    console.log(`# nobody signed out: ${JSON.stringify(counts)}`);
+
+    assert.deepEqual(failures, [], 'no honest client was signed out or refused');
+    assert.deepEqual(
+      thieves.filter(({ revoked }) => !revoked),
+      [],
+      'every thief was refused and its family revoked, its holder refused after it',
+    );
+    // What the run was to go through, it went through.
+    assert.ok(counts.dropped > 0, 'answers were dropped');
+    assert.ok(counts.unavailable > 0, 'rotations were answered 503 while no replica confirmed them');
+    assert.ok(counts.tabRounds > 0, 'tabs refreshed together');
+  });
+});
