@@ -1,6 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
 import { createServer } from 'node:net';
-import { availableParallelism } from 'node:os';
 import type { Config } from '../config/config.ts';
 import { createProcessLogger } from '../logging/error-log.ts';
 import { ensureKeys } from '../oauth/key-rotation.ts';
@@ -94,7 +93,7 @@ class Supervisor {
   }
 
   #fork(): void {
-    const worker = cluster.fork(threadPoolSize(this.#config.workers));
+    const worker = cluster.fork();
     worker.on('message', (message: unknown) => {
       if (message !== 'ready') return;
       this.#ready.add(worker);
@@ -175,17 +174,4 @@ class Supervisor {
     // pino writes asynchronously to stdout; give the last line its chance.
     setImmediate(() => process.exit(this.#exitCode));
   }
-}
-
-/**
- * libuv's thread pool signs every access token (`node:crypto`'s `sign` with a callback). Its
- * default of 4 threads is more than a worker's share of the cores of a small machine: the
- * signing threads then preempt one another and the request thread, and on 2 cores the
- * switching cost about 5% of the CPU of a refresh (docs/benchmarks.md). So a worker gets its
- * share of the cores, at least 2 (the pool also resolves host names and reads files), unless
- * UV_THREADPOOL_SIZE is set.
- */
-function threadPoolSize(workers: number): Record<string, string> {
-  if (process.env.UV_THREADPOOL_SIZE !== undefined) return {};
-  return { UV_THREADPOOL_SIZE: String(Math.max(2, Math.ceil(availableParallelism() / workers))) };
 }
