@@ -217,12 +217,13 @@ export const CLIENT_CREDENTIALS_CONNECTIONS = 50;
 export function clientCredentialsLoad(
   tokenUrl: string,
   client: { client_id: string; client_secret: string },
+  connections = CLIENT_CREDENTIALS_CONNECTIONS,
 ) {
   const basic = Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64');
   return (seconds = SLICE) =>
     load(tokenUrl, {
       seconds,
-      connections: CLIENT_CREDENTIALS_CONNECTIONS,
+      connections,
       requests: [
         {
           method: 'POST',

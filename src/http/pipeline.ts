@@ -61,7 +61,11 @@ export function createRequestHandler(
 
     return async (req, res, search, params) => {
       try {
-        const body = route.upload ? undefined : await parseBody(req, options.bodyLimit, route.bodyMediaTypes);
+        // Most requests (every GET) carry no body: no call into the body parser's async path.
+        const body =
+          route.upload || !carriesBody(req)
+            ? undefined
+            : await parseBody(req, options.bodyLimit, route.bodyMediaTypes);
         const identity =
           route.permission === 'public'
             ? { role: 'guest' as const }
@@ -189,6 +193,11 @@ export function createRequestHandler(
 }
 
 const NO_CORS: CorsPolicy = { origins: [], maxAge: 0 };
+
+/** RFC 9112 §6.3: a request without Content-Length or Transfer-Encoding has no body. */
+function carriesBody(req: IncomingMessage): boolean {
+  return req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+}
 
 /** A route's own headers and CORS policy, in the forms `send` reads them. */
 interface RouteHeaders {

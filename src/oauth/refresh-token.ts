@@ -3,11 +3,10 @@ import {
   createDecipheriv,
   createHmac,
   createSecretKey,
-  hkdfSync,
   type KeyObject,
-  randomBytes,
   timingSafeEqual,
 } from 'node:crypto';
+import { randomBase64url, randomBuffer } from '../random-pool.ts';
 import type { RefreshTokenMacKeys } from './key-ring.ts';
 import type { RefreshTokenGrant, RefreshTokenStore } from './model.ts';
 
@@ -25,7 +24,7 @@ const TOKEN =
 const MAC_BYTES = 16;
 
 export function newFamilyId(): string {
-  return randomBytes(16).toString('base64url');
+  return randomBase64url(16);
 }
 
 function macOf(body: string, key: KeyObject): string {
@@ -38,7 +37,7 @@ function mintRefreshToken(
   keys: RefreshTokenMacKeys,
 ): { token: string; mac: string } {
   const { id, key } = keys.current();
-  const body = `${familyId}.${generation}.${id}.${randomBytes(32).toString('base64url')}`;
+  const body = `${familyId}.${generation}.${id}.${randomBase64url(32)}`;
   const mac = macOf(body, key);
   return { token: `${body}.${mac}`, mac };
 }
@@ -173,9 +172,23 @@ export function createRefreshTokenService(options: {
  */
 const SEAL = { cipher: 'aes-256-gcm', nonceBytes: 12, tagBytes: 16, info: 'refresh-token retry' } as const;
 
-/** A KeyObject, as the MAC keys are: a cipher given a Buffer prepares the key at several times the cost. */
+/** HKDF's salt when none is given (RFC 5869 §2.2): a hash length of zeros, as a KeyObject once. */
+const NO_SALT = createSecretKey(Buffer.alloc(32));
+/** HKDF-Expand's input for the first (and, for 32 bytes of SHA-256, only) block: info, then 1. */
+const EXPAND_INPUT = Buffer.concat([Buffer.from(SEAL.info), Buffer.from([1])]);
+
+/**
+ * HKDF-SHA-256 (RFC 5869) of the token with no salt and `SEAL.info`, 32 bytes, as a KeyObject
+ * (a cipher given a Buffer prepares the key at several times the cost). Written as its two
+ * HMACs, extract then one block of expand, the same bytes `hkdfSync` gives, because
+ * `hkdfSync` costs about 9.5 µs a call here (it turns its input into a KeyObject and runs a
+ * crypto job) against about 6 µs for the two HMACs with KeyObject keys.
+ */
 function sealingKey(previous: PresentedRefreshToken): KeyObject {
-  return createSecretKey(Buffer.from(hkdfSync('sha256', previous.token, '', SEAL.info, 32)));
+  const pseudoRandomKey = createHmac('sha256', NO_SALT).update(previous.token).digest();
+  return createSecretKey(
+    createHmac('sha256', createSecretKey(pseudoRandomKey)).update(EXPAND_INPUT).digest(),
+  );
 }
 
 /** What the seal binds the successor to: its family, and the rotation from the previous generation. */
@@ -186,7 +199,7 @@ function sealedFor(previous: PresentedRefreshToken): Buffer {
 /** The successor's part after its family id and generation, sealed; base64url of nonce, text, tag. */
 function sealSuccessor(previous: PresentedRefreshToken, successor: string): string {
   const prefix = `${previous.familyId}.${previous.generation + 1}.`;
-  const nonce = randomBytes(SEAL.nonceBytes);
+  const nonce = randomBuffer(SEAL.nonceBytes);
   const cipher = createCipheriv(SEAL.cipher, sealingKey(previous), nonce).setAAD(sealedFor(previous));
   const text = Buffer.concat([cipher.update(successor.slice(prefix.length), 'utf8'), cipher.final()]);
   return Buffer.concat([nonce, text, cipher.getAuthTag()]).toString('base64url');

@@ -68,7 +68,11 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     family.current = { ...successor };
     family.grant.expiresAt = grant.expiresAt;
     family.retry = retry && { ...retry, previousMac: presented.mac };
-    this.#index(family.grant);
+    // Only this family's expiry moves; the account's expired entries go at its next sign-in
+    // or sweep, not on every rotation (a walk over all the account's sessions each time).
+    const listed = this.#familiesBySubject.get(subjectKey(family.grant.accountKind, family.grant.subject));
+    if (listed) listed.set(family.grant.familyId, family.grant.expiresAt);
+    else this.#index(family.grant);
     return { state: 'rotated' };
   }
 
