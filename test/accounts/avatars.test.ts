@@ -641,8 +641,13 @@ for (const backend of backends())
       const user = await newUser();
       const path = '/users/my-account/avatar';
       const { avatars, users } = server.app.stores;
-      const originals = { put: avatars.put, delete: avatars.delete, has: avatars.has, update: users.update };
-      // A random pause before each write and each look at the image, so that the requests
+      const originals = {
+        put: avatars.put,
+        delete: avatars.delete,
+        update: users.update,
+        writeAvatarFlag: users.writeAvatarFlag,
+      };
+      // A random pause before each write, so that the requests
       // interleave in ever other orders (what is asserted is the state they leave, never how
       // long they took).
       const pause = () => new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 4)));
@@ -654,13 +659,13 @@ for (const backend of backends())
         await pause();
         return originals.delete.apply(avatars, args);
       };
-      avatars.has = async (...args) => {
-        await pause();
-        return originals.has.apply(avatars, args);
-      };
       users.update = async (...args) => {
         await pause();
         return originals.update.apply(users, args);
+      };
+      users.writeAvatarFlag = async (...args) => {
+        await pause();
+        return originals.writeAvatarFlag.apply(users, args);
       };
       const put = (n: number) => putRaw(path, user.token, png(1 + (n % 3), 1), 'image/png');
       const remove = () => call('DELETE', path, user.token);
@@ -684,8 +689,8 @@ for (const backend of backends())
           );
         }
       } finally {
-        Object.assign(avatars, { put: originals.put, delete: originals.delete, has: originals.has });
-        users.update = originals.update;
+        Object.assign(avatars, { put: originals.put, delete: originals.delete });
+        Object.assign(users, { update: originals.update, writeAvatarFlag: originals.writeAvatarFlag });
       }
       // And as a client sees it: the link leads to the image exactly when there is one.
       const linked = ((await call('GET', '/users/my-account', user.token)).json()._links as Json).avatar;

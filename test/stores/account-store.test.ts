@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
+import { FINAL_AVATAR_GENERATION, nextAvatarGeneration } from '../../src/accounts/avatar-store.ts';
 import type { Account, AccountQuery, AccountStore } from '../../src/accounts/model.ts';
 import { compareListed, foldedText, matchesSearch, searchFold, sortKey } from '../../src/accounts/model.ts';
 import { DuplicateIdentity } from '../../src/errors.ts';
@@ -101,6 +102,60 @@ function accountContract(h: ContractHarness<Pair>, options: { separateConnection
     assert.deepEqual(updated, expected);
     assert.deepEqual(await h.users.findById(a.id), expected);
     assert.equal(await h.users.update(randomUUID(), { firstName: 'x' }), null);
+  });
+
+  test('an avatar flag is written only when its generation is later than the one the account reflects', async () => {
+    const a = account('flag@example.com');
+    await h.users.create(a);
+    const [g1, g2, g3] = [1, 2, 3].map(() => nextAvatarGeneration(new Date()));
+    assert.ok(g1 && g2 && g3);
+    const updatedAt = new Date(a.updatedAt.getTime() + 60_000);
+    const written = await h.users.writeAvatarFlag(a.id, g2, { hasAvatar: true, updatedAt });
+    assert.deepEqual(written, { ...a, hasAvatar: true, updatedAt });
+    // Arriving late, an older change's flag is refused; the account is answered as it is.
+    assert.deepEqual(await h.users.writeAvatarFlag(a.id, g1, { hasAvatar: false }), written);
+    assert.deepEqual(
+      await h.users.writeAvatarFlag(a.id, g2, { hasAvatar: false }),
+      written,
+      'not later: equal',
+    );
+    assert.equal((await h.users.writeAvatarFlag(a.id, g3, { hasAvatar: false }))?.hasAvatar, false);
+    assert.equal((await h.users.findById(a.id))?.hasAvatar, false);
+    // A deletion's generation is later than any drawn.
+    assert.equal(
+      (await h.users.writeAvatarFlag(a.id, FINAL_AVATAR_GENERATION, { hasAvatar: false }))?.hasAvatar,
+      false,
+    );
+    const later = nextAvatarGeneration(new Date(Date.now() + 86_400_000));
+    assert.equal((await h.users.writeAvatarFlag(a.id, later, { hasAvatar: true }))?.hasAvatar, false);
+    // Other changes leave the generation alone.
+    await h.users.update(a.id, { firstName: 'Flag' });
+    assert.equal((await h.users.writeAvatarFlag(a.id, later, { hasAvatar: true }))?.hasAvatar, false);
+    assert.equal(await h.users.writeAvatarFlag(randomUUID(), g3, { hasAvatar: true }), null);
+  });
+
+  test('avatar flags written at once, from several processes, end as the latest generation says', async () => {
+    const a = account('flags@example.com');
+    await h.users.create(a);
+    const generations = Array.from({ length: 12 }, () => nextAvatarGeneration(new Date()));
+    const connections = [h.users];
+    const opened =
+      options.separateConnections && h.otherConnection
+        ? await Promise.all([1, 2].map(() => h.otherConnection?.()))
+        : [];
+    try {
+      for (const other of opened) if (other) connections.push(other.users);
+      // Latest first, so that every other write arrives late.
+      const writes = [...generations]
+        .reverse()
+        .map((generation, n) =>
+          connections[n % connections.length]?.writeAvatarFlag(a.id, generation, { hasAvatar: n % 2 === 0 }),
+        );
+      await Promise.all(writes);
+    } finally {
+      await Promise.all(opened.map((other) => other?.close()));
+    }
+    assert.equal((await h.users.findById(a.id))?.hasAvatar, true);
   });
 
   test('update can change the identity, and rejects a taken one', async () => {
