@@ -110,7 +110,6 @@ export async function openAccountServices(config: Config, options: OpenOptions =
     avatars: createAvatars({
       users: stores.users,
       avatars: stores.avatars,
-      sessions,
       limits: { bytes: config.avatarSizeLimit, pixels: AVATAR_PIXEL_LIMIT },
     }),
     oauthClients: createClientManagement({ clients: stores.clients, ruleLock }),

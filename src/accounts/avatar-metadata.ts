@@ -32,9 +32,11 @@ export class MalformedImage extends BadRequest {
 
 /**
  * JPEG (ITU T.81 annex B): marker segments from SOI on. Application segments and comments are
- * dropped but for APP0 (JFIF: pixel density), APP2 (ICC colour profile) and APP14 (Adobe:
- * the colour transform, without which CMYK and YCCK images decode wrong); every other segment
- * (tables, frame and scan headers) is kept. After a scan header the entropy-coded data is copied
+ * what a writer adds, so they are kept only by an allow-list: APP0 as a JFIF header (pixel
+ * density), its fields alone (a thumbnail after them is dropped, and so is a JFXX extension),
+ * APP2 when it holds an ICC colour profile, and APP14 as Adobe's (the colour transform,
+ * without which CMYK and YCCK images decode wrong); every other segment (tables, frame and
+ * scan headers) is kept. After a scan header the entropy-coded data is copied
  * as it is (a 0xFF in it is followed by 0x00 or a restart marker), and the segments between
  * the scans of a progressive image follow the same rule. Anything after the end of the image
  * (EOI) is dropped: phones append further images there (depth maps, previews), each with
@@ -77,6 +79,8 @@ function jpegWithoutMetadata(bytes: Uint8Array): Uint8Array {
     if (isJpegMetadata(code)) {
       kept.push(bytes.subarray(from, at));
       from = end;
+      const segment = keptJpegSegment(code, bytes.subarray(marker + 3, end));
+      if (segment) kept.push(segment);
     }
     at = end;
     if (code === 0xda) scanned = true;
@@ -89,16 +93,44 @@ function jpegWithoutMetadata(bytes: Uint8Array): Uint8Array {
 
 const isRestart = (code: number): boolean => code >= 0xd0 && code <= 0xd7;
 
-/** APP1 (Exif, XMP), APP3–APP13 (among them Photoshop's IPTC in APP13), APP15, COM. */
+/** The application segments (APP0–APP15) and comments (COM). */
 function isJpegMetadata(code: number): boolean {
-  return code === 0xe1 || (code >= 0xe3 && code <= 0xed) || code === 0xef || code === 0xfe;
+  return (code >= 0xe0 && code <= 0xef) || code === 0xfe;
+}
+
+/** The fields of a JFIF header (JFIF 1.02): identifier, version, units, densities, thumbnail size. */
+const JFIF_FIELDS = 14;
+
+/** What is kept of an application segment or comment (whole, with its marker), or nothing. */
+function keptJpegSegment(code: number, payload: Uint8Array): Uint8Array | null {
+  const startsWith = (identifier: string) => ascii(payload, 0, identifier.length) === identifier;
+  if (code === 0xe0 && payload.length >= JFIF_FIELDS && startsWith('JFIF\0')) {
+    const segment = new Uint8Array(4 + JFIF_FIELDS);
+    segment.set([0xff, code, 0, 2 + JFIF_FIELDS]);
+    segment.set(payload.subarray(0, JFIF_FIELDS), 4);
+    // No thumbnail follows: its width and height are zero.
+    segment[4 + 12] = 0;
+    segment[4 + 13] = 0;
+    return segment;
+  }
+  const whole = () => {
+    const segment = new Uint8Array(4 + payload.length);
+    segment.set([0xff, code, (payload.length + 2) >> 8, (payload.length + 2) & 0xff]);
+    segment.set(payload, 4);
+    return segment;
+  };
+  if (code === 0xe2 && startsWith('ICC_PROFILE\0')) return whole();
+  if (code === 0xee && startsWith('Adobe')) return whole();
+  return null;
 }
 
 /**
- * PNG (RFC 2083, and the eXIf chunk of the PNG 1.5 extensions): chunks from the signature on,
- * up to IEND; text (tEXt, zTXt, iTXt: XMP lives in iTXt), Exif (eXIf) and the time of the last
- * change (tIME) are dropped, every other chunk is kept, colour chunks (iCCP, sRGB, gAMA,
- * cHRM) among them. Anything after IEND is dropped.
+ * PNG (PNG third edition, W3C): chunks from the signature on, up to IEND. Only the chunks that
+ * make up or describe the picture are kept (PNG_KEPT: header, palette, image data,
+ * transparency, colour space and the physical pixel size, and APNG's animation chunks); every
+ * other one is dropped: text (tEXt, zTXt, iTXt: XMP lives in iTXt), Exif (eXIf), the time of
+ * the last change (tIME), C2PA manifests (caBX) and any private or unknown chunk, whatever it
+ * holds. Anything after IEND is dropped.
  */
 function pngWithoutMetadata(bytes: Uint8Array): Uint8Array {
   const fail = (what: string) => new MalformedImage('PNG', what);
@@ -111,20 +143,39 @@ function pngWithoutMetadata(bytes: Uint8Array): Uint8Array {
     const type = ascii(bytes, at + 4);
     const end = at + 12 + length;
     if (end > bytes.length) throw fail(`the ${type} chunk at byte ${at} runs past the end of the image`);
-    if (!PNG_METADATA.has(type)) kept.push(bytes.subarray(at, end));
+    if (PNG_KEPT.has(type)) kept.push(bytes.subarray(at, end));
     at = end;
     if (type === 'IEND') break;
   }
   return concat(kept);
 }
 
-const PNG_METADATA: ReadonlySet<string> = new Set(['tEXt', 'zTXt', 'iTXt', 'eXIf', 'tIME']);
+const PNG_KEPT: ReadonlySet<string> = new Set([
+  'IHDR',
+  'PLTE',
+  'IDAT',
+  'IEND',
+  'tRNS',
+  'gAMA',
+  'cHRM',
+  'sRGB',
+  'iCCP',
+  'cICP',
+  'sBIT',
+  'pHYs',
+  'acTL',
+  'fcTL',
+  'fdAT',
+]);
 
 /**
- * WebP (RIFF, Google's WebP container specification): chunks after `RIFF <size> WEBP`. EXIF
- * and `XMP ` are dropped and their flags in the VP8X header cleared, so that no reader looks
- * for them; every other chunk is kept (ICCP, ANIM and ANMF, ALPH, VP8, VP8L). The RIFF size is
- * written anew; anything after the RIFF's end is dropped.
+ * WebP (RIFF, RFC 9649): chunks after `RIFF <size> WEBP`. Only the chunks that make up or
+ * describe the picture are kept (WEBP_KEPT: the VP8X header, the bitstreams, alpha, animation
+ * and the ICC profile); every other one is dropped: EXIF, `XMP `, C2PA manifests and any
+ * unknown chunk, whatever it holds. The VP8X header's flags are made to say what is kept (no
+ * Exif, no XMP, an ICC profile only when its chunk is kept, the reserved bits clear), so that
+ * no reader looks for what is gone. The RIFF size is written anew; anything after the RIFF's
+ * end is dropped.
  */
 function webpWithoutMetadata(bytes: Uint8Array): Uint8Array {
   const fail = (what: string) => new MalformedImage('WebP', what);
@@ -132,6 +183,8 @@ function webpWithoutMetadata(bytes: Uint8Array): Uint8Array {
   const riffEnd = 8 + view.getUint32(4, true); // recognition checked RIFF … WEBP
   if (riffEnd > bytes.length) throw fail('its RIFF size runs past the end of the image');
   const kept: Uint8Array[] = [];
+  let vp8x: Uint8Array | undefined;
+  let profiled = false;
   let pictured = false;
   let at = 12;
   while (at < riffEnd) {
@@ -140,23 +193,25 @@ function webpWithoutMetadata(bytes: Uint8Array): Uint8Array {
     const size = view.getUint32(at + 4, true);
     const end = at + 8 + size;
     if (end > riffEnd) throw fail(`the ${fourcc.trim()} chunk at byte ${at} runs past the end of the image`);
+    const keep = WEBP_KEPT.has(fourcc);
     if (fourcc === 'VP8X') {
       if (size < 1) throw fail('its VP8X header is empty');
-      const header = bytes.slice(at, end);
-      header[8] = (header[8] as number) & ~(VP8X_EXIF | VP8X_XMP);
-      kept.push(header);
-    } else if (fourcc !== 'EXIF' && fourcc !== 'XMP ') {
+      vp8x = bytes.slice(at, end);
+      kept.push(vp8x);
+    } else if (keep) {
       kept.push(bytes.subarray(at, end));
+      profiled ||= fourcc === 'ICCP';
       pictured ||= WEBP_IMAGE_CHUNKS.has(fourcc);
     }
     // Chunks are padded to an even size; the last one's padding is written if it is missing.
     if (size % 2 === 1) {
-      if (fourcc !== 'EXIF' && fourcc !== 'XMP ') kept.push(new Uint8Array(1));
+      if (keep) kept.push(new Uint8Array(1));
       at = end + 1;
     } else {
       at = end;
     }
   }
+  if (vp8x) vp8x[8] = (vp8x[8] as number) & (profiled ? VP8X_KEPT_FLAGS | VP8X_ICC : VP8X_KEPT_FLAGS);
   // Its header may name dimensions the RIFF holds no picture for (a RIFF size cut short).
   if (!pictured) throw fail('it holds no image data (VP8, VP8L or ANMF chunk)');
   const body = concat(kept);
@@ -166,16 +221,18 @@ function webpWithoutMetadata(bytes: Uint8Array): Uint8Array {
   return concat([header, body]);
 }
 
+const WEBP_KEPT: ReadonlySet<string> = new Set(['VP8X', 'VP8 ', 'VP8L', 'ALPH', 'ANIM', 'ANMF', 'ICCP']);
 const WEBP_IMAGE_CHUNKS: ReadonlySet<string> = new Set(['VP8 ', 'VP8L', 'ANMF']);
-const VP8X_EXIF = 0x08;
-const VP8X_XMP = 0x04;
+/** VP8X flags: an ICC profile; alpha and animation, which describe the pixels and are kept. */
+const VP8X_ICC = 0x20;
+const VP8X_KEPT_FLAGS = 0x10 | 0x02;
 
 function viewOf(bytes: Uint8Array): DataView {
   return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
-function ascii(bytes: Uint8Array, at: number): string {
-  return String.fromCharCode(...bytes.subarray(at, at + 4));
+function ascii(bytes: Uint8Array, at: number, length = 4): string {
+  return String.fromCharCode(...bytes.subarray(at, at + length));
 }
 
 function concat(parts: readonly Uint8Array[]): Uint8Array {

@@ -3,10 +3,15 @@ import { type Actor, type Role, requirePermission } from '../identity.ts';
 import { isUuid } from '../ids.ts';
 import { type AvatarLimits, recogniseAvatar } from './avatar-image.ts';
 import { withoutMetadata } from './avatar-metadata.ts';
-import type { Avatar, AvatarStore } from './avatar-store.ts';
+import {
+  type Avatar,
+  type AvatarGeneration,
+  type AvatarStore,
+  FINAL_AVATAR_GENERATION,
+  nextAvatarGeneration,
+} from './avatar-store.ts';
 import type { Account, AccountStore } from './model.ts';
 import { ownAccountOf } from './permissions.ts';
-import type { Sessions } from './sessions.ts';
 
 /**
  * Who may see and change which user's avatar: a user their own (through `my-account` or by
@@ -24,56 +29,68 @@ export type AvatarOwner = 'own' | { id: string };
 export type Avatars = ReturnType<typeof createAvatars>;
 
 /**
- * Makes the account's `hasAvatar` say what the avatar store holds; called by every request
- * after its last change to the image. The image and the flag are two writes to two stores,
- * and requests for one account's avatar run at once (an upload and a removal, two uploads, the
- * account's deletion), so the flag is never written from what a request did itself, which
- * another may have undone since (an upload's `true` landing after a removal's `false`, over no
- * image). The store is read, the flag written from it, and the store read again: when the two
- * reads differ, another request changed the image meanwhile, and it is done again.
+ * Writes the account's `hasAvatar` after the request's change to the image, as of that
+ * change's generation. The image and the flag are two writes to two stores, and requests for
+ * one account's avatar run at once (an upload and a removal, two uploads, the account's
+ * deletion), so the flag writes may land in another order than the changes did (an upload's
+ * `true` after a removal's `false`, over no image). Both stores therefore keep only the latest
+ * generation: the avatar store refuses a change older than the one it holds, the account a
+ * flag older than the one it reflects. The change stored last is the one of the latest
+ * generation, its request's flag write is accepted whenever it lands and every other refused
+ * after it, so the two end in agreement; and each request does a fixed number of operations,
+ * however many others run.
  *
- * Why that ends in agreement, whatever the interleaving: take the last flag write, by request
- * R, which read the store before it and, once it was written, saw the same. An image change
- * after that second read would be followed by its own request's flag write, later than R's,
- * which is the last; so every change comes before R's second read, which saw the final image,
- * and R wrote that. It terminates: each repetition answers a change another request made.
+ * Then one look at both, and at most one more write: FerretDB 1.x finds the document an
+ * update's filter matches and writes it afterwards, not isolated from other writers, so an
+ * older flag (and generation) that matched before this write may land after it. The request
+ * whose stale write that was sees the account disagree with the latest change and writes the
+ * latest change's flag, as of its generation. (On MongoDB and in memory the filter and the
+ * write are one step, and the look finds at most a later change whose own request has not
+ * written its flag yet, which the same write does for it.) A later stale write still, landing
+ * after that look, is left to the next change: the window is one round trip wide.
  *
- * `touched`: the request changed the avatar, so the account's `updatedAt` moves.
+ * A change the avatar store refused writes no flag: the request of the later change writes
+ * its own. `touched`: the request changed the avatar, so the account's `updatedAt` moves.
  */
-export async function settleAvatarFlag(
-  deps: { avatars: Pick<AvatarStore, 'has'>; sessions: Pick<Sessions, 'write'>; now: () => Date },
+export async function writeAvatarFlag(
+  deps: {
+    users: Pick<AccountStore, 'writeAvatarFlag' | 'findById'>;
+    avatars: Pick<AvatarStore, 'latestChange'>;
+    now: () => Date;
+  },
   account: Account,
+  generation: AvatarGeneration,
+  hasAvatar: boolean,
   touched: boolean,
 ): Promise<Account | null> {
-  for (;;) {
-    const stored = await deps.avatars.has(account.id);
-    const written = await deps.sessions.write('user', account, {
-      hasAvatar: stored,
-      ...(touched ? { updatedAt: deps.now() } : {}),
-    });
-    if (!written || (await deps.avatars.has(account.id)) === stored) return written;
-  }
+  const { users, avatars, now } = deps;
+  const written = await users.writeAvatarFlag(account.id, generation, {
+    hasAvatar,
+    ...(touched ? { updatedAt: now() } : {}),
+  });
+  if (!written) return null;
+  const [latest, current] = await Promise.all([avatars.latestChange(account.id), users.findById(account.id)]);
+  if (!latest || !current || current.hasAvatar === latest.present) return current ?? written;
+  return users.writeAvatarFlag(account.id, latest.generation, { hasAvatar: latest.present });
 }
 
 /**
  * Users' avatars. The image is the truth and the account's `hasAvatar` follows it: a change
- * writes the image first and then settles the flag (settleAvatarFlag), so a failure between
- * the two leaves at most a link missing (after an upload) or leading to a 404 (after a
- * removal), and the same request sent again completes it. GET always answers what the avatar
- * store holds.
+ * writes the image first and then the flag (writeAvatarFlag), so a failure between the two
+ * leaves at most a link missing (after an upload) or leading to a 404 (after a removal), and
+ * the same request sent again completes it. GET always answers what the avatar store holds.
  */
 export function createAvatars(deps: {
   users: AccountStore;
   avatars: AvatarStore;
-  sessions: Pick<Sessions, 'write'>;
   limits: AvatarLimits;
   now?: () => Date;
 }) {
-  const { users, avatars, sessions, limits } = deps;
+  const { users, avatars, limits } = deps;
   const now = deps.now ?? (() => new Date());
   const noSuchUser = () => new NotFound('No such user');
-  const settle = (account: Account, touched: boolean) =>
-    settleAvatarFlag({ avatars, sessions, now }, account, touched);
+  const flag = (account: Account, generation: AvatarGeneration, hasAvatar: boolean, touched: boolean) =>
+    writeAvatarFlag({ users, avatars, now }, account, generation, hasAvatar, touched);
 
   /** The owner's account id, refused by the rules above before anything is read. */
   function ownerId(actor: Actor, owner: AvatarOwner): string {
@@ -103,6 +120,15 @@ export function createAvatars(deps: {
     return account;
   }
 
+  /**
+   * A change the avatar store refused, a later one being stored: done, and then overtaken,
+   * unless that later change was the account's deletion.
+   */
+  async function overtaken(account: Account): Promise<void> {
+    const current = await users.findById(account.id);
+    if (!current || current.status === 'deleted') throw noSuchUser();
+  }
+
   return {
     limits,
 
@@ -115,27 +141,37 @@ export function createAvatars(deps: {
 
     /**
      * Sets the avatar from what `upload` reads, once the caller may and the user exists. An
-     * account deleted meanwhile keeps no image: its deletion may have removed the avatar
-     * before this one was stored, so the image is removed again here and the answer is 404.
+     * upload overtaken by a later change (another upload, a removal) is answered as done: it
+     * was, and then replaced. An account deleted meanwhile keeps no image: its deletion
+     * removes the avatar with the last generation of all (FINAL_AVATAR_GENERATION), so this
+     * image was either refused or is removed by it, and the answer is 404.
      */
     async replace(actor: Actor, owner: AvatarOwner, upload: () => Promise<Uint8Array>): Promise<void> {
       const account = await changedAccount(actor, owner);
       const bytes = await upload();
       const { mediaType } = recogniseAvatar(bytes, limits);
+      const generation = nextAvatarGeneration(now());
       // Published to whoever may read it: never where or with what it was taken.
-      await avatars.put(account.id, { mediaType, bytes: withoutMetadata(bytes, mediaType) });
-      const written = await settle(account, true);
+      const stored = await avatars.put(
+        account.id,
+        { mediaType, bytes: withoutMetadata(bytes, mediaType) },
+        generation,
+      );
+      if (!stored) return overtaken(account);
+      const written = await flag(account, generation, true, true);
       if (written && written.status !== 'deleted') return;
-      await avatars.delete(account.id);
-      await settle(written ?? account, false);
+      // Gone altogether, no deletion removed the image: nobody else will.
+      if (!written) await avatars.delete(account.id, FINAL_AVATAR_GENERATION);
       throw noSuchUser();
     },
 
     /** Removes the avatar; having none already is no error (the request may be a retry). */
     async remove(actor: Actor, owner: AvatarOwner): Promise<void> {
       const account = await changedAccount(actor, owner);
-      const removed = await avatars.delete(account.id);
-      await settle(account, removed || account.hasAvatar);
+      const generation = nextAvatarGeneration(now());
+      const removal = await avatars.delete(account.id, generation);
+      if (removal === 'superseded') return overtaken(account);
+      await flag(account, generation, false, removal === 'removed' || account.hasAvatar);
     },
   };
 }

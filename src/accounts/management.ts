@@ -3,8 +3,7 @@ import type { Actor } from '../identity.ts';
 import { isUuid } from '../ids.ts';
 import type { RuleLock } from '../rule-lock.ts';
 import { cleanName, newAccountRecord } from './account-record.ts';
-import type { AvatarStore } from './avatar-store.ts';
-import { settleAvatarFlag } from './avatars.ts';
+import { type AvatarStore, FINAL_AVATAR_GENERATION } from './avatar-store.ts';
 import {
   type AccountUpdate,
   checkInput,
@@ -62,7 +61,7 @@ export function createAccountManagement(deps: {
   passwords: Pick<PasswordHasher, 'hash' | 'verify'>;
   ruleLock: RuleLock;
   /** The avatars of this kind of account, if it has them (users). */
-  avatars?: Pick<AvatarStore, 'delete' | 'has'>;
+  avatars?: Pick<AvatarStore, 'delete'>;
   now?: () => Date;
 }) {
   const { kind, accounts, sessions, oneTimeTokens, passwords, ruleLock, avatars } = deps;
@@ -122,13 +121,13 @@ export function createAccountManagement(deps: {
    * every session of the account ends with it.
    *
    * The avatar goes first: should the anonymisation then fail, the account is still there to
-   * be deleted again, and a deleted account never keeps an image. It goes once more after: an
-   * upload that began before the deletion may have stored its image in between (an upload
-   * that stores it later finds the account deleted and removes it itself: avatars.ts). That
-   * is a change to the image like any other, so the flag is settled after it.
+   * be deleted again, and a deleted account never keeps an image. It is removed with the last
+   * generation of all (FINAL_AVATAR_GENERATION), so no upload still under way stores an image
+   * after it, and the flag is written with that generation after the anonymisation, so that
+   * an upload's flag written in between is undone and none is accepted later.
    */
   async function erase(account: Account): Promise<void> {
-    await avatars?.delete(account.id);
+    await avatars?.delete(account.id, FINAL_AVATAR_GENERATION);
     await keepingASuperuser(account, { status: 'deleted', roles: [] }, () =>
       sessions.write(kind, account, {
         identity: `deleted-${account.id}@invalid`,
@@ -141,10 +140,7 @@ export function createAccountManagement(deps: {
         updatedAt: now(),
       }),
     );
-    if (avatars) {
-      await avatars.delete(account.id);
-      await settleAvatarFlag({ avatars, sessions, now }, account, false);
-    }
+    if (avatars) await accounts.writeAvatarFlag(account.id, FINAL_AVATAR_GENERATION, { hasAvatar: false });
     await oneTimeTokens.deleteForAccount(account.id);
   }
 

@@ -5,6 +5,8 @@
  * only by its URL; nothing here knows which one it talks to.
  */
 
+import type { AvatarGeneration } from './avatar-store.ts';
+
 export type AccountKind = 'admin' | 'user';
 
 /** The lists the schemas, the listing and the CLI are built from; the types follow from them. */
@@ -41,8 +43,8 @@ export interface Account {
   sessionKey: string;
   /**
    * Whether the account has an avatar (avatar-store.ts), so that its representation links it
-   * without asking the avatar store. Settled from the avatar store after every change to the
-   * image (settleAvatarFlag in avatars.ts).
+   * without asking the avatar store. Written after every change to the image, as of that
+   * change's generation (AccountStore.writeAvatarFlag).
    */
   hasAvatar: boolean;
   createdAt: Date;
@@ -77,6 +79,17 @@ export interface AccountStore {
   createIfAbsent(account: Account): Promise<boolean>;
   /** Returns the updated account, or null when it does not exist. Throws DuplicateIdentity. */
   update(id: string, changes: AccountChanges): Promise<Account | null>;
+  /**
+   * Writes `hasAvatar` (and the other changes) as of the avatar change of that generation,
+   * unless the account already reflects a later one (AvatarStore): one conditional write,
+   * so that flags written out of order end as the latest change left the image. Returns the
+   * account as it is after (written or not), or null when it does not exist.
+   */
+  writeAvatarFlag(
+    id: string,
+    generation: AvatarGeneration,
+    changes: Pick<AccountChanges, 'hasAvatar' | 'updatedAt'>,
+  ): Promise<Account | null>;
   delete(id: string): Promise<boolean>;
   list(query: AccountQuery): Promise<{ items: Account[]; total: number }>;
   /** The accounts with that status and role, leaving out the one whose id is `except`. */

@@ -232,6 +232,67 @@ for (const backend of backends())
       }
     });
 
+    test('only what describes the pixels is kept: unknown and private parts go too, C2PA manifests among them', async () => {
+      const user = await newUser();
+      // A C2PA manifest (content credentials) records where and with what a picture was taken.
+      const C2PA = Buffer.concat([Buffer.from('jumb c2pa.assertions stds.exif '), GPS]);
+      const jfif = JPEG.subarray(6, 4 + JPEG.readUInt16BE(4));
+      assert.equal(jfif.subarray(0, 5).toString('latin1'), 'JFIF\0');
+      // The same JFIF header with a 1 × 1 thumbnail (3 bytes of RGB) after its fields.
+      const withThumbnail = Buffer.concat([jfif.subarray(0, 12), Buffer.of(1, 1), Buffer.from('GPS')]);
+      const jpegKept = [jpegSegment(0xe2, ICC), jpegSegment(0xee, Buffer.from('Adobe\0\x64\0\0\0\0\x01'))];
+      const cases = [
+        {
+          label: 'JPEG',
+          type: 'image/jpeg',
+          sent: Buffer.concat([
+            JPEG.subarray(0, 2),
+            jpegSegment(0xe0, withThumbnail),
+            jpegSegment(0xe0, Buffer.concat([Buffer.from('JFXX\0\x10'), SERIAL])),
+            jpegSegment(0xe2, Buffer.concat([Buffer.from('MPF\0'), GPS])),
+            jpegKept[0] as Buffer,
+            jpegSegment(0xeb, C2PA),
+            jpegSegment(0xee, Buffer.concat([Buffer.from('NotAdobe'), COMMENT])),
+            jpegKept[1] as Buffer,
+            JPEG.subarray(4 + JPEG.readUInt16BE(4)),
+          ]),
+          kept: jpegWithSegments(jpegKept),
+        },
+        {
+          label: 'PNG',
+          type: 'image/png',
+          sent: pngWithChunks(3, 2, [
+            ['caBX', C2PA],
+            ['sRGB', Buffer.of(0)],
+            ['prVt', Buffer.concat([Buffer.from('private '), SERIAL])],
+            ['gAMA', Buffer.of(0, 0, 0xb1, 0x8f)],
+            ['vpAg', COMMENT],
+          ]),
+          kept: pngWithChunks(3, 2, [
+            ['sRGB', Buffer.of(0)],
+            ['gAMA', Buffer.of(0, 0, 0xb1, 0x8f)],
+          ]),
+        },
+        {
+          label: 'WebP',
+          type: 'image/webp',
+          sent: webpExtended(
+            VP8X_ICC | VP8X_EXIF,
+            [riffChunk('ICCP', ICC), riffChunk('C2PA', C2PA)],
+            [riffChunk('XYZW', Buffer.concat([SERIAL, Buffer.of(1)])), riffChunk('C2PA', COMMENT)],
+          ),
+          kept: webpExtended(VP8X_ICC, [riffChunk('ICCP', ICC)], []),
+        },
+      ];
+      for (const { label, type, sent, kept } of cases) {
+        assert.ok(sent.includes(GPS), `${label} carries it when sent`);
+        assert.equal((await putRaw('/users/my-account/avatar', user.token, sent, type)).status, 204, label);
+        const served = await avatarOf('/users/my-account/avatar', user.token);
+        assertNoMetadata(served.bytes, label);
+        assert.deepEqual(served.bytes, kept, label);
+      }
+    });
+
     test('a JPEG loses its comments and application segments after its scan data too', async () => {
       const user = await newUser();
       // Where a progressive image has further scans, and tables and comments between them.
@@ -393,7 +454,8 @@ for (const backend of backends())
         413,
         /exceeds/,
       );
-      assert.deepEqual((await avatarOf('/users/my-account/avatar', user.token)).bytes, largest);
+      // The largest one stayed, without its padding: a private chunk, which metadata removal drops.
+      assert.deepEqual((await avatarOf('/users/my-account/avatar', user.token)).bytes, png(8, 8));
     });
 
     test('more than 4096 × 4096 pixels is refused with 400, as the header declares them', async () => {
@@ -579,8 +641,13 @@ for (const backend of backends())
       const user = await newUser();
       const path = '/users/my-account/avatar';
       const { avatars, users } = server.app.stores;
-      const originals = { put: avatars.put, delete: avatars.delete, has: avatars.has, update: users.update };
-      // A random pause before each write and each look at the image, so that the requests
+      const originals = {
+        put: avatars.put,
+        delete: avatars.delete,
+        update: users.update,
+        writeAvatarFlag: users.writeAvatarFlag,
+      };
+      // A random pause before each write, so that the requests
       // interleave in ever other orders (what is asserted is the state they leave, never how
       // long they took).
       const pause = () => new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 4)));
@@ -592,13 +659,13 @@ for (const backend of backends())
         await pause();
         return originals.delete.apply(avatars, args);
       };
-      avatars.has = async (...args) => {
-        await pause();
-        return originals.has.apply(avatars, args);
-      };
       users.update = async (...args) => {
         await pause();
         return originals.update.apply(users, args);
+      };
+      users.writeAvatarFlag = async (...args) => {
+        await pause();
+        return originals.writeAvatarFlag.apply(users, args);
       };
       const put = (n: number) => putRaw(path, user.token, png(1 + (n % 3), 1), 'image/png');
       const remove = () => call('DELETE', path, user.token);
@@ -622,8 +689,8 @@ for (const backend of backends())
           );
         }
       } finally {
-        Object.assign(avatars, { put: originals.put, delete: originals.delete, has: originals.has });
-        users.update = originals.update;
+        Object.assign(avatars, { put: originals.put, delete: originals.delete });
+        Object.assign(users, { update: originals.update, writeAvatarFlag: originals.writeAvatarFlag });
       }
       // And as a client sees it: the link leads to the image exactly when there is one.
       const linked = ((await call('GET', '/users/my-account', user.token)).json()._links as Json).avatar;

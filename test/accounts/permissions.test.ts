@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { nextAvatarGeneration } from '../../src/accounts/avatar-store.ts';
 import type { AdminRole } from '../../src/accounts/model.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { routeTable } from '../../src/http/routes/index.ts';
@@ -381,8 +382,9 @@ for (const backend of backends()) {
           (await storeAccount(server.app.stores.users, hash, { identity: unique(), status })).id,
         newUserWithAvatar: async () => {
           const { id } = await storeAccount(server.app.stores.users, hash, { identity: unique() });
-          await server.app.stores.avatars.put(id, { mediaType: 'image/png', bytes: png(1, 1) });
-          await server.app.stores.users.update(id, { hasAvatar: true });
+          const generation = nextAvatarGeneration(new Date());
+          await server.app.stores.avatars.put(id, { mediaType: 'image/png', bytes: png(1, 1) }, generation);
+          await server.app.stores.users.writeAvatarFlag(id, generation, { hasAvatar: true });
           return id;
         },
         newAdmin: async (roles = ['admin']) =>

@@ -1,12 +1,20 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { test } from 'node:test';
-import type { Avatar, AvatarStore } from '../../src/accounts/avatar-store.ts';
+import {
+  type Avatar,
+  type AvatarStore,
+  FINAL_AVATAR_GENERATION,
+  nextAvatarGeneration,
+} from '../../src/accounts/avatar-store.ts';
 import { MemoryAvatarStore } from '../../src/stores/memory/avatars.ts';
 import { AVATARS_COLLECTION, type AvatarDoc, MongoAvatarStore } from '../../src/stores/mongo/avatars.ts';
 import { mongoSkipped, withMongoTestDatabase } from '../support/mongo.ts';
 import { describeStoreContract, onConnections } from '../support/store-contract.ts';
 import { openTestStores } from '../support/stores.ts';
+
+/** A new generation, later than every one drawn before. */
+const next = () => nextAvatarGeneration(new Date());
 
 const avatar = (bytes: Uint8Array, mediaType: Avatar['mediaType'] = 'image/png'): Avatar => ({
   mediaType,
@@ -34,16 +42,16 @@ describeStoreContract<{ store: AvatarStore }>(
       const [id, other] = [randomUUID(), randomUUID()];
       assert.equal(await read(id), null);
       assert.equal(await h.store.has(id), false);
-      await h.store.put(id, avatar(Buffer.from('first')));
+      await h.store.put(id, avatar(Buffer.from('first')), next());
       assert.equal(await h.store.has(id), true);
-      await h.store.put(other, avatar(Buffer.from('other'), 'image/webp'));
+      await h.store.put(other, avatar(Buffer.from('other'), 'image/webp'), next());
       assert.deepEqual(await read(id), avatar(Buffer.from('first')));
-      await h.store.put(id, avatar(Buffer.from('second'), 'image/jpeg'));
+      await h.store.put(id, avatar(Buffer.from('second'), 'image/jpeg'), next());
       assert.deepEqual(await read(id), avatar(Buffer.from('second'), 'image/jpeg'));
-      assert.equal(await h.store.delete(id), true);
+      assert.equal(await h.store.delete(id, next()), 'removed');
       assert.equal(await read(id), null);
       assert.equal(await h.store.has(id), false);
-      assert.equal(await h.store.delete(id), false, 'nothing left to delete');
+      assert.equal(await h.store.delete(id, next()), 'absent', 'nothing left to delete');
       assert.deepEqual(await read(other), avatar(Buffer.from('other'), 'image/webp'));
     });
 
@@ -53,7 +61,7 @@ describeStoreContract<{ store: AvatarStore }>(
         Buffer.from(Array.from({ length: 256 }, (_, i) => i)),
         randomBytes(1 << 20),
       ]);
-      await h.store.put(id, avatar(bytes));
+      await h.store.put(id, avatar(bytes), next());
       const found = await h.store.find(id);
       assert.ok(found);
       assert.equal(Buffer.compare(Buffer.from(found.bytes), bytes), 0);
@@ -62,7 +70,7 @@ describeStoreContract<{ store: AvatarStore }>(
     test('what a caller holds is its own: changing it changes nothing stored', async () => {
       const id = randomUUID();
       const given = Buffer.from('image');
-      await h.store.put(id, avatar(given));
+      await h.store.put(id, avatar(given), next());
       given.fill(0);
       const held = await h.store.find(id);
       assert.ok(held);
@@ -70,11 +78,54 @@ describeStoreContract<{ store: AvatarStore }>(
       assert.deepEqual(await read(id), avatar(Buffer.from('image')));
     });
 
+    test('a change older than the one stored is refused, a removal leaving its generation behind', async () => {
+      const id = randomUUID();
+      const [g1, g2, g3, g4] = [next(), next(), next(), next()];
+      assert.equal(await h.store.latestChange(id), null);
+      assert.equal(await h.store.put(id, avatar(Buffer.from('second')), g2), true);
+      assert.deepEqual(await h.store.latestChange(id), { generation: g2, present: true });
+      assert.equal(await h.store.put(id, avatar(Buffer.from('first')), g1), false, 'older, arriving late');
+      assert.equal(await h.store.put(id, avatar(Buffer.from('again')), g2), false, 'not later: equal');
+      assert.equal(await h.store.delete(id, g1), 'superseded');
+      assert.deepEqual(await read(id), avatar(Buffer.from('second')));
+      assert.equal(await h.store.delete(id, g3), 'removed');
+      assert.deepEqual(await h.store.latestChange(id), { generation: g3, present: false });
+      // The removal stays: an upload older than it brings no image back.
+      assert.equal(await h.store.put(id, avatar(Buffer.from('late')), g2), false);
+      assert.equal(await h.store.has(id), false);
+      assert.equal(await read(id), null);
+      assert.equal(await h.store.put(id, avatar(Buffer.from('fourth')), g4), true);
+      assert.deepEqual(await read(id), avatar(Buffer.from('fourth')));
+      // A deletion's generation is later than any drawn, however far the clock runs ahead.
+      assert.equal(await h.store.delete(id, FINAL_AVATAR_GENERATION), 'removed');
+      const ahead = nextAvatarGeneration(new Date(Date.now() + 100 * 365 * 86_400_000));
+      assert.equal(await h.store.put(id, avatar(Buffer.from('after')), ahead), false);
+      assert.equal(await h.store.delete(id, FINAL_AVATAR_GENERATION), 'superseded', 'already');
+      assert.equal(await read(id), null);
+    });
+
+    test('changes at once, from several processes, leave the latest generation stored', async () => {
+      const id = randomUUID();
+      const generations = Array.from({ length: 12 }, () => next());
+      const latest = generations.length - 1;
+      await onConnections(h, 2, async (connections) => {
+        // Latest first, so that every other change arrives late; removals among them.
+        const changes = generations.map((generation, n) => {
+          const { store } = connections[n % connections.length] ?? h;
+          return n % 3 === 1 && n !== latest
+            ? store.delete(id, generation)
+            : store.put(id, avatar(Buffer.from(`change ${n}`)), generation);
+        });
+        await Promise.all(changes.reverse());
+      });
+      assert.deepEqual(await read(id), avatar(Buffer.from(`change ${latest}`)));
+    });
+
     test('first uploads at once, from several processes: each is taken, and one of them stays', async () => {
       const id = randomUUID();
       await onConnections(h, 3, async (connections) => {
         const puts = connections.flatMap(({ store }, n) =>
-          [0, 1].map((k) => store.put(id, avatar(Buffer.from(`upload ${n}-${k}`)))),
+          [0, 1].map((k) => store.put(id, avatar(Buffer.from(`upload ${n}-${k}`)), next())),
         );
         await Promise.all(puts);
       });
@@ -84,6 +135,25 @@ describeStoreContract<{ store: AvatarStore }>(
   },
 );
 
+test('an avatar stored before generations existed is served, and replaced or removed by any change', {
+  skip: mongoSkipped,
+}, async () => {
+  await withMongoTestDatabase('avatars_legacy', async ({ db, stores }) => {
+    const legacy = db.collection<{ _id: string; mediaType: string; bytes: Buffer }>(AVATARS_COLLECTION);
+    const [first, second] = [randomUUID(), randomUUID()];
+    for (const id of [first, second])
+      await legacy.insertOne({ _id: id, mediaType: 'image/png', bytes: Buffer.from('old') });
+    assert.deepEqual(await stores.avatars.latestChange(first), { generation: '', present: true });
+    assert.equal(Buffer.from((await stores.avatars.find(first))?.bytes ?? []).toString(), 'old');
+    assert.equal(await stores.avatars.put(first, avatar(Buffer.from('new')), next()), true);
+    assert.equal(Buffer.from((await stores.avatars.find(first))?.bytes ?? []).toString(), 'new');
+    assert.equal(await stores.avatars.delete(second, next()), 'removed');
+    assert.equal(await stores.avatars.find(second), null);
+    // Each account keeps the one document of its latest change.
+    assert.equal(await db.collection(AVATARS_COLLECTION).countDocuments({}), 2);
+  });
+});
+
 test('openStores keeps avatars in MongoDB, where every node reads them', { skip: mongoSkipped }, async () => {
   await withMongoTestDatabase('avatars_open', async ({ url }) => {
     const [writer, reader] = [
@@ -92,7 +162,7 @@ test('openStores keeps avatars in MongoDB, where every node reads them', { skip:
     ];
     try {
       const id = randomUUID();
-      await writer.avatars.put(id, avatar(Buffer.from('seen everywhere'), 'image/jpeg'));
+      await writer.avatars.put(id, avatar(Buffer.from('seen everywhere'), 'image/jpeg'), next());
       assert.deepEqual(await reader.avatars.find(id), avatar(Buffer.from('seen everywhere'), 'image/jpeg'));
     } finally {
       await Promise.all([writer.close(), reader.close()]);

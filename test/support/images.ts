@@ -6,7 +6,10 @@
  */
 import { crc32, deflateSync } from 'node:zlib';
 
-/** A width × height PNG of one colour, 8-bit RGB; `padTo` adds an ancillary chunk up to that size. */
+/**
+ * A width × height PNG of one colour, 8-bit RGB; `padTo` adds a private ancillary chunk up to
+ * that size (which an avatar loses when it is stored, as every chunk not on the allow-list).
+ */
 export function png(width: number, height: number, rgb = [0x24, 0x57, 0xc5], padTo?: number): Buffer {
   const row = Buffer.concat([Buffer.of(0), Buffer.from(Array.from({ length: width }, () => rgb).flat())]);
   const data = deflateSync(Buffer.concat(Array.from({ length: height }, () => row)));

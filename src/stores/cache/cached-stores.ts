@@ -38,6 +38,9 @@ class CachedAccountStore implements AccountStore {
   update(id: string, changes: Parameters<AccountStore['update']>[1]) {
     return this.#byId.write(id, () => this.#store.update(id, changes));
   }
+  writeAvatarFlag(...args: Parameters<AccountStore['writeAvatarFlag']>) {
+    return this.#byId.write(args[0], () => this.#store.writeAvatarFlag(...args));
+  }
   delete(id: string) {
     return this.#byId.write(id, () => this.#store.delete(id));
   }

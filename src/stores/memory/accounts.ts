@@ -1,3 +1,4 @@
+import type { AvatarGeneration } from '../../accounts/avatar-store.ts';
 import type {
   Account,
   AccountChanges,
@@ -25,6 +26,8 @@ export class MemoryAccountStore implements AccountStore {
   readonly #idByKey = new Map<string, string>();
   /** Each account's folded text, kept with it so that a search or a sort folds nothing stored. */
   readonly #foldedById = new Map<string, FoldedText>();
+  /** The generation of the avatar change each account's `hasAvatar` reflects, once there was one. */
+  readonly #avatarGenerationById = new Map<string, AvatarGeneration>();
 
   async findById(id: string): Promise<Account | null> {
     return copy(this.#byId.get(id));
@@ -50,6 +53,11 @@ export class MemoryAccountStore implements AccountStore {
   }
 
   async update(id: string, changes: AccountChanges): Promise<Account | null> {
+    return this.#update(id, changes);
+  }
+
+  /** Synchronous, so that writeAvatarFlag checks and writes in one step, nothing run between. */
+  #update(id: string, changes: AccountChanges): Account | null {
     const current = this.#byId.get(id);
     if (!current) return null;
     const oldKey = identityKey(current.identity);
@@ -65,10 +73,22 @@ export class MemoryAccountStore implements AccountStore {
     return copy(next);
   }
 
+  async writeAvatarFlag(
+    id: string,
+    generation: AvatarGeneration,
+    changes: Pick<AccountChanges, 'hasAvatar' | 'updatedAt'>,
+  ): Promise<Account | null> {
+    const reflected = this.#avatarGenerationById.get(id);
+    if (!this.#byId.has(id) || (reflected !== undefined && reflected >= generation)) return this.findById(id);
+    this.#avatarGenerationById.set(id, generation);
+    return this.#update(id, changes);
+  }
+
   async delete(id: string): Promise<boolean> {
     const current = this.#byId.get(id);
     if (!current) return false;
     this.#byId.delete(id);
+    this.#avatarGenerationById.delete(id);
     this.#foldedById.delete(id);
     this.#idByKey.delete(identityKey(current.identity));
     return true;

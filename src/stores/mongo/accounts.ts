@@ -1,4 +1,5 @@
 import type { AnyBulkWriteOperation, Collection, Filter, IndexSpecification } from 'mongodb';
+import type { AvatarGeneration } from '../../accounts/avatar-store.ts';
 import type {
   Account,
   AccountChanges,
@@ -24,6 +25,8 @@ export type AccountDoc = Omit<Account, 'id' | 'sessionKey' | 'hasAvatar'> & {
   sessionKey?: string;
   /** Absent from documents stored before avatars existed, which means none. */
   hasAvatar?: boolean;
+  /** The generation of the avatar change `hasAvatar` reflects; absent until the first one. */
+  avatarGeneration?: AvatarGeneration;
   /** Absent from documents stored before they existed, until a start adds them (foldSearchText). */
   foldedIdentity?: string;
   foldedFirstName?: string;
@@ -116,6 +119,28 @@ export class MongoAccountStore implements AccountStore {
       if (isDuplicateKey(error)) throw new DuplicateIdentity(changes.identity ?? '');
       throw error;
     }
+  }
+
+  async writeAvatarFlag(
+    id: string,
+    generation: AvatarGeneration,
+    changes: Pick<AccountChanges, 'hasAvatar' | 'updatedAt'>,
+  ): Promise<Account | null> {
+    const set: Partial<AccountDoc> = { avatarGeneration: generation };
+    if (changes.hasAvatar !== undefined) set.hasAvatar = changes.hasAvatar;
+    if (changes.updatedAt !== undefined) set.updatedAt = changes.updatedAt;
+    const written = await this.#collection.findOneAndUpdate(
+      {
+        _id: id,
+        $or: [{ avatarGeneration: { $exists: false } }, { avatarGeneration: { $lt: generation } }],
+      },
+      { $set: set },
+      { returnDocument: 'after' },
+    );
+    // Nothing written: no such account, or it reflects a later change already. (FerretDB 1.x
+    // applies the filter before the write, not with it: writeAvatarFlag in avatars.ts looks
+    // again after.)
+    return written ? toAccount(written) : this.findById(id);
   }
 
   async delete(id: string): Promise<boolean> {

@@ -35,6 +35,7 @@ export async function ensureIndexes(db: Db, log: (message: string) => void): Pro
   await db.collection('clients').createIndex({ name: 1 }, { unique: true, name: 'name_unique' });
   await MongoOneTimeTokenStore.ensureIndexes(db.collection<OneTimeTokenDoc>(ONE_TIME_TOKENS_COLLECTION));
   await MongoLeaseStore.ensureIndexes(db.collection<LeaseDoc>(LEASES_COLLECTION));
+  await MongoAvatarStore.ensureIndexes(db.collection<AvatarDoc>(AVATARS_COLLECTION));
 }
 
 /** Store objects over an open database; call `ensureIndexes` first. */
