@@ -63,8 +63,6 @@ export type AvatarRemoval = 'removed' | 'absent' | 'superseded';
 export interface AvatarStore {
   /** The account's avatar, or null. */
   find(accountId: string): Promise<Avatar | null>;
-  /** Whether the account has an avatar, without reading the image. */
-  has(accountId: string): Promise<boolean>;
   /** The latest change stored for the account, without reading the image; null before the first. */
   latestChange(accountId: string): Promise<AvatarChange | null>;
   /**

@@ -32,6 +32,8 @@ describeStoreContract<{ store: AvatarStore }>(
     },
   },
   (h) => {
+    /** Whether the latest change left an image, without reading it. */
+    const has = async (id: string) => (await h.store.latestChange(id))?.present ?? false;
     /** What the store holds for the account, its bytes as a Buffer to compare. */
     const read = async (id: string) => {
       const found = await h.store.find(id);
@@ -41,16 +43,16 @@ describeStoreContract<{ store: AvatarStore }>(
     test('an avatar is found under its account until it is replaced or deleted', async () => {
       const [id, other] = [randomUUID(), randomUUID()];
       assert.equal(await read(id), null);
-      assert.equal(await h.store.has(id), false);
+      assert.equal(await has(id), false);
       await h.store.put(id, avatar(Buffer.from('first')), next());
-      assert.equal(await h.store.has(id), true);
+      assert.equal(await has(id), true);
       await h.store.put(other, avatar(Buffer.from('other'), 'image/webp'), next());
       assert.deepEqual(await read(id), avatar(Buffer.from('first')));
       await h.store.put(id, avatar(Buffer.from('second'), 'image/jpeg'), next());
       assert.deepEqual(await read(id), avatar(Buffer.from('second'), 'image/jpeg'));
       assert.equal(await h.store.delete(id, next()), 'removed');
       assert.equal(await read(id), null);
-      assert.equal(await h.store.has(id), false);
+      assert.equal(await has(id), false);
       assert.equal(await h.store.delete(id, next()), 'absent', 'nothing left to delete');
       assert.deepEqual(await read(other), avatar(Buffer.from('other'), 'image/webp'));
     });
@@ -92,7 +94,7 @@ describeStoreContract<{ store: AvatarStore }>(
       assert.deepEqual(await h.store.latestChange(id), { generation: g3, present: false });
       // The removal stays: an upload older than it brings no image back.
       assert.equal(await h.store.put(id, avatar(Buffer.from('late')), g2), false);
-      assert.equal(await h.store.has(id), false);
+      assert.equal(await has(id), false);
       assert.equal(await read(id), null);
       assert.equal(await h.store.put(id, avatar(Buffer.from('fourth')), g4), true);
       assert.deepEqual(await read(id), avatar(Buffer.from('fourth')));

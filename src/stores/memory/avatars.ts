@@ -21,10 +21,6 @@ export class MemoryAvatarStore implements AvatarStore {
     return avatar ? copy(avatar) : null;
   }
 
-  async has(accountId: string): Promise<boolean> {
-    return Boolean(this.#byAccount.get(accountId)?.avatar);
-  }
-
   async latestChange(accountId: string): Promise<AvatarChange | null> {
     const stored = this.#byAccount.get(accountId);
     return stored ? { generation: stored.generation, present: stored.avatar !== null } : null;

@@ -54,10 +54,6 @@ export class MongoAvatarStore implements AvatarStore {
     return doc?.mediaType && doc.bytes ? { mediaType: doc.mediaType, bytes: doc.bytes.value() } : null;
   }
 
-  async has(accountId: string): Promise<boolean> {
-    return (await this.latestChange(accountId))?.present ?? false;
-  }
-
   async latestChange(accountId: string): Promise<AvatarChange | null> {
     const doc = await this.#latest(accountId, { mediaType: 1, generation: 1 });
     return doc && { generation: doc.generation ?? '', present: doc.mediaType !== undefined };
