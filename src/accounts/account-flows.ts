@@ -157,20 +157,26 @@ export function createAccountFlows(options: AccountFlowsOptions) {
      * Activates the account of the link. The link proves the mailbox, the password proves the
      * registrant: both are needed, so an address registered by someone else cannot be taken
      * over by its owner clicking the link (nor the other way round). 404 when the link is no
-     * good; a wrong password leaves the link usable, and so does a read or write that fails.
+     * good or was mailed to an address the account no longer has; a wrong password leaves the
+     * link usable, and so does a read or write that fails.
      */
     async activate(hash: string, password: string): Promise<Account> {
       checkInput(ActivationBody, { password });
       const { token: found, invalid } = await links.token('activation', hash, 'find');
       const registered = await users.findById(found.accountId);
-      if (registered?.status !== 'pending') throw invalid;
+      if (registered?.status !== 'pending' || !links.actsOn(found, registered)) throw invalid;
       if (!(await passwords.verify(password, registered.passwordHash))) {
         throw new ValidationFailed({ password: ['Does not match the password chosen at registration'] });
       }
       const { token } = await links.token('activation', hash, 'consume');
       const activated = await writeOrPutBack(token, async () => {
         const account = await users.findById(token.accountId);
-        if (account?.status !== 'pending' || account.passwordHash !== registered.passwordHash) return null;
+        if (
+          account?.status !== 'pending' ||
+          account.passwordHash !== registered.passwordHash ||
+          !links.actsOn(token, account)
+        )
+          return null;
         return write(account, { status: 'active', updatedAt: now() });
       });
       if (!activated) throw invalid;
@@ -204,25 +210,32 @@ export function createAccountFlows(options: AccountFlowsOptions) {
     async checkResetLink(hash: string): Promise<{ expiresAt: Date }> {
       const { token, invalid } = await links.token('reset', hash, 'find');
       const account = await users.findById(token.accountId);
-      if (account?.status !== 'active') throw invalid;
+      if (account?.status !== 'active' || !links.actsOn(token, account)) throw invalid;
       return { expiresAt: token.expiresAt };
     },
 
     /**
      * Sets the new password through a reset link, once: the link is consumed atomically only
      * after the new password passed every check, so a rejected password does not burn it, and
-     * put back should the write then fail, so the same link works on retry. Every session of
-     * the account ends, and its other reset links are forgotten.
+     * put back should the write then fail, so the same link works on retry. 404 when the link
+     * was mailed to an address the account no longer has. Every session of the account ends,
+     * and its other reset links are forgotten.
      */
     async resetPassword(hash: string, given: { password: string; passwordConfirm: string }): Promise<void> {
       const input = checkInput(PasswordResetBody, given);
       const { token, invalid } = await links.token('reset', hash, 'find');
       const account = await users.findById(token.accountId);
-      if (account?.status !== 'active') throw invalid;
+      if (account?.status !== 'active' || !links.actsOn(token, account)) throw invalid;
       assertNewPasswordAcceptable({ ...input, identity: account.identity, confirmRequired: true });
       const passwordHash = await passwords.hash(input.password);
       const { token: taken } = await links.token('reset', hash, 'consume');
-      const reset = await writeOrPutBack(taken, () => write(account, { passwordHash, updatedAt: now() }));
+      // Read again once the link is taken: the account may have moved to another address since
+      // the checks (the move kills the link too, but that kill is best effort).
+      const reset = await writeOrPutBack(taken, async () => {
+        const current = await users.findById(taken.accountId);
+        if (current?.status !== 'active' || !links.actsOn(taken, current)) return null;
+        return write(current, { passwordHash, updatedAt: now() });
+      });
       if (!reset) throw invalid;
       await oneTimeTokens.deleteForAccount(account.id, 'reset');
     },

@@ -90,8 +90,9 @@ export function createIdentityChange(deps: {
      * itself: a wrong password (400, counted), an address taken meanwhile (409), or a write
      * that failed (the same link works on retry). 404 when the link is no good, or its account
      * is no longer active. Every other link mailed for the account dies before the account is
-     * written (a use of one of them that is under way cannot put it back alive), and every
-     * session of the account ends (a new identity does, sessions.ts).
+     * written (a use of one of them that is under way cannot put it back alive), and again
+     * after it (best effort: those mailed meanwhile to the old address cannot act anyway), and
+     * every session of the account ends (a new identity does, sessions.ts).
      */
     async confirmIdentityChange(hash: string, given: { currentPassword: string }): Promise<Account> {
       const { currentPassword } = checkInput(CurrentPasswordBody, given);
@@ -113,12 +114,15 @@ export function createIdentityChange(deps: {
         if (await heldByAnother(newIdentity, account)) throw new DuplicateIdentity(newIdentity);
         // Every other link dies before the account moves, so no move leaves links mailed to
         // the old address alive; this one alone comes back, in the new generation, should the
-        // write fail.
+        // write fail. A link asked for under the old address meanwhile is saved in that
+        // generation: it names the old address, so it cannot act (mailed-links.ts `actsOn`),
+        // and the kill after the write removes it.
         const generation = await oneTimeTokens.deleteForAccount(account.id);
         back = { ...token, generation };
         const moved = await deps.write(account, { identity: newIdentity, updatedAt: deps.now() });
         back = null;
         if (!moved) throw invalid;
+        await oneTimeTokens.deleteForAccount(account.id).catch(() => undefined);
         return moved;
       } catch (error) {
         if (back) await links.putBack(back);

@@ -1,7 +1,13 @@
 import { NotFound } from '../errors.ts';
 import type { Mailer, MailMessage } from '../mail/mailer.ts';
 import { digestOneTimeSecret, isOneTimeSecretShaped, newOneTimeSecret } from '../one-time-secrets.ts';
-import type { Account, OneTimeToken, OneTimeTokenPurpose, OneTimeTokenStore } from './model.ts';
+import {
+  type Account,
+  identityKey,
+  type OneTimeToken,
+  type OneTimeTokenPurpose,
+  type OneTimeTokenStore,
+} from './model.ts';
 
 /** `{appUrl}{path}{hash}`: the API route each kind of link is used with. */
 const LINK_PATHS: Record<OneTimeTokenPurpose, string> = {
@@ -40,7 +46,9 @@ export function createMailedLinks(deps: {
     /**
      * Stores a new link for the account and sends, in order, the messages `compose` makes of
      * it. If one cannot be sent, the link is deleted before the failure propagates, so no
-     * message that went out can act. `newIdentity` travels with a change of address link.
+     * message that went out can act. `newIdentity` travels with a change of address link,
+     * which goes to that address; every other link records the account's identity it goes to
+     * (see `actsOn`).
      */
     async mail(
       purpose: OneTimeTokenPurpose,
@@ -51,7 +59,9 @@ export function createMailedLinks(deps: {
       const { secret: hash, digest } = newOneTimeSecret();
       const expiresAt = new Date(deps.now().getTime() + deps.ttl[purpose] * 1000);
       const token: OneTimeToken = { purpose, digest, accountId: account.id, expiresAt };
-      await oneTimeTokens.save(newIdentity === undefined ? token : { ...token, newIdentity });
+      await oneTimeTokens.save(
+        newIdentity === undefined ? { ...token, mailedTo: account.identity } : { ...token, newIdentity },
+      );
       try {
         for (const message of compose(`${deps.appUrl}${LINK_PATHS[purpose]}${hash}`, hash))
           await mailer.send(message);
@@ -78,6 +88,17 @@ export function createMailedLinks(deps: {
         : oneTimeTokens.consume(purpose, digest));
       if (!token) throw refusal;
       return { token, invalid: refusal };
+    },
+
+    /**
+     * Whether the link may act on the account as it is now: the account still has the address
+     * the link was mailed to. A change of address kills the account's links before it writes,
+     * but a link asked for under the old address while the move is under way is saved after
+     * that kill, alive; this is what keeps it from acting on the moved account (whoever reads
+     * the old mailbox is told of the move). Links saved before the address was recorded act.
+     */
+    actsOn(token: OneTimeToken, account: Account): boolean {
+      return token.mailedTo === undefined || identityKey(token.mailedTo) === identityKey(account.identity);
     },
 
     /**

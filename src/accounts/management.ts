@@ -216,9 +216,13 @@ export function createAccountManagement(deps: {
       }
       // Links mailed to the old address must not act on the account any more: they die before
       // the write, once every check passed, so that no change of address leaves them alive.
+      // One asked for under the old address meanwhile names it and cannot act (mailed-links.ts
+      // `actsOn`); the kill after the write removes it, best effort.
       const writing = async () => {
         if (moves) await oneTimeTokens.deleteForAccount(target.id);
-        return write(target, changes);
+        const written = await write(target, changes);
+        if (moves && written) await oneTimeTokens.deleteForAccount(target.id).catch(() => undefined);
+        return written;
       };
       return input.status === undefined && input.roles === undefined
         ? await writing()

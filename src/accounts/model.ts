@@ -229,6 +229,13 @@ export interface OneTimeToken {
   expiresAt: Date;
   /** A change of address link: the address the account moves to, mailed the link. */
   newIdentity?: string;
+  /**
+   * An activation or password reset link: the address it was mailed to, the account's identity
+   * then. The link acts only while the account still has that identity (compared by
+   * `identityKey`), so one mailed to an address the account has since left is refused. Absent
+   * on links saved before links recorded it: those act until they expire.
+   */
+  mailedTo?: string;
   /** A change of address link: the wrong passwords tried with it so far (none when absent). */
   wrongPasswords?: number;
   /**

@@ -84,6 +84,16 @@ describeStoreContract<Subject>(
       assert.equal(await h.store.find('identity-change', other.digest), null, 'all purposes go');
     });
 
+    test('a link keeps the address it was mailed to, through find, consume and put back', async () => {
+      const saved = { ...token('reset', 'acc-13'), mailedTo: 'Mailed.To@example.com' };
+      await h.store.save(saved);
+      assert.deepEqual(await h.store.find('reset', saved.digest), saved);
+      const taken = await h.store.consume('reset', saved.digest);
+      assert.deepEqual(taken, saved);
+      await h.store.putBack(saved);
+      assert.deepEqual(await h.store.consume('reset', saved.digest), saved);
+    });
+
     test('a link put back keeps the wrong passwords counted with it', async () => {
       const saved = { ...token('identity-change', 'acc-9'), newIdentity: 'counted@example.com' };
       await h.store.save(saved);

@@ -19,6 +19,7 @@ export interface OneTimeTokenDoc {
   accountId: string;
   expiresAt: Date;
   newIdentity?: string;
+  mailedTo?: string;
   wrongPasswords?: number;
   generation?: string;
 }
@@ -105,6 +106,7 @@ export class MongoOneTimeTokenStore implements OneTimeTokenStore {
       accountId: token.accountId,
       expiresAt: token.expiresAt,
       ...(token.newIdentity === undefined ? {} : { newIdentity: token.newIdentity }),
+      ...(token.mailedTo === undefined ? {} : { mailedTo: token.mailedTo }),
       ...(token.wrongPasswords === undefined ? {} : { wrongPasswords: token.wrongPasswords }),
       ...(token.generation === undefined ? {} : { generation: token.generation }),
     });
@@ -131,13 +133,23 @@ export class MongoOneTimeTokenStore implements OneTimeTokenStore {
 
 function toToken(doc: OneTimeTokenDoc | null): OneTimeToken | null {
   if (!doc) return null;
-  const { purpose, _id: digest, accountId, expiresAt, newIdentity, wrongPasswords, generation } = doc;
+  const {
+    purpose,
+    _id: digest,
+    accountId,
+    expiresAt,
+    newIdentity,
+    mailedTo,
+    wrongPasswords,
+    generation,
+  } = doc;
   return {
     purpose,
     digest,
     accountId,
     expiresAt,
     ...(newIdentity === undefined ? {} : { newIdentity }),
+    ...(mailedTo === undefined ? {} : { mailedTo }),
     ...(wrongPasswords === undefined ? {} : { wrongPasswords }),
     ...(generation === undefined ? {} : { generation }),
   };
