@@ -1,7 +1,7 @@
 import { checkAddressEntries } from '../error-report/whitelist.ts';
 import { checkSmtpUrl } from '../mail/mailer.ts';
 import { SIGNING_ALGORITHMS } from '../oauth/access-token.ts';
-import { GRANT_TYPES } from '../oauth/model.ts';
+import { GRANT_TYPES, MAX_REFRESH_TOKEN_RETRY_SECONDS } from '../oauth/model.ts';
 import { checkMongoUrl } from '../stores/mongo/connect.ts';
 import { parseRedisUrl } from '../stores/redis/url.ts';
 import { configFile } from './config-file.ts';
@@ -20,11 +20,6 @@ import {
   text,
 } from './value-kinds.ts';
 
-/**
- * The longest retry window: time for a client's retries with back-off through a Redis
- * failover; longer only keeps a replaced token redeemable after its client has given up.
- */
-const MAX_REFRESH_TOKEN_RETRY_SECONDS = 300;
 /**
  * A write may wait for two WAITs back to back (stores/redis/writes.ts), so a refresh waits
  * up to about twice this for the replicas; its connection's command timeout allows for that
