@@ -193,12 +193,13 @@ export const SETTINGS = {
     meaning:
       'Seconds after a rotation was answered during which the refresh token it replaced, presented ' +
       'again by its client while the successor is unused, is answered with that same successor; a ' +
-      'retry so answered starts them again; 0 turns retries off.',
+      `retry so answered starts them again, up to ${MAX_REFRESH_TOKEN_RETRY_SECONDS} seconds after ` +
+      'the first answer; 0 turns retries off.',
     default: '60',
     notes:
       'So a client whose answer was lost, or two tabs refreshing at once, are not signed out. Behind ' +
-      'Redis replicas the window starts once they confirm the answer, so a replica outage of any ' +
-      'length does not end it. Anything else that comes back still revokes the family; with 0, so ' +
+      'Redis replicas the window starts once they confirm the first answer, so a replica outage ' +
+      'of any length before it does not end it. Anything else that comes back still revokes the family; with 0, so ' +
       'does every retry. Longer than a Redis failover (seconds): a retry that cannot reach Redis ' +
       'meanwhile must still find the window open. At most ' +
       `${MAX_REFRESH_TOKEN_RETRY_SECONDS}: [why](security.md#refresh-tokens).`,

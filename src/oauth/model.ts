@@ -167,7 +167,8 @@ export interface RefreshTokenStore {
    * `presented` is the family's current token, makes `successor` current until
    * `grant.expiresAt` and keeps `retry`, when given, for the token it replaced: `rotated`.
    * Otherwise changes nothing and answers what it found, except that a `reused` token
-   * revokes the family with that verdict. So of concurrent rotations of one token exactly
+   * revokes the family with that verdict, and a `retry` moves the window's end on to
+   * `retry.until`, never past the limit the rotation's first answer set. So of concurrent rotations of one token exactly
    * one rotates, and the others find its retry record.
    */
   rotate(
