@@ -1,7 +1,7 @@
 import { checkAddressEntries } from '../error-report/whitelist.ts';
 import { checkSmtpUrl } from '../mail/mailer.ts';
 import { SIGNING_ALGORITHMS } from '../oauth/access-token.ts';
-import { GRANT_TYPES } from '../oauth/model.ts';
+import { GRANT_TYPES, MAX_REFRESH_TOKEN_RETRY_SECONDS } from '../oauth/model.ts';
 import { checkMongoUrl } from '../stores/mongo/connect.ts';
 import { parseRedisUrl } from '../stores/redis/url.ts';
 import { configFile } from './config-file.ts';
@@ -20,11 +20,6 @@ import {
   text,
 } from './value-kinds.ts';
 
-/**
- * The longest retry window: time for a client's retries with back-off through a Redis
- * failover; longer only keeps a replaced token redeemable after its client has given up.
- */
-const MAX_REFRESH_TOKEN_RETRY_SECONDS = 300;
 /**
  * A write may wait for two WAITs back to back (stores/redis/writes.ts), so a refresh waits
  * up to about twice this for the replicas; its connection's command timeout allows for that
@@ -198,12 +193,13 @@ export const SETTINGS = {
     meaning:
       'Seconds after a rotation was answered during which the refresh token it replaced, presented ' +
       'again by its client while the successor is unused, is answered with that same successor; a ' +
-      'retry so answered starts them again; 0 turns retries off.',
+      `retry so answered starts them again, up to ${MAX_REFRESH_TOKEN_RETRY_SECONDS} seconds after ` +
+      'the first answer; 0 turns retries off.',
     default: '60',
     notes:
       'So a client whose answer was lost, or two tabs refreshing at once, are not signed out. Behind ' +
-      'Redis replicas the window starts once they confirm the answer, so a replica outage of any ' +
-      'length does not end it. Anything else that comes back still revokes the family; with 0, so ' +
+      'Redis replicas the window starts once they confirm the first answer, so a replica outage ' +
+      'of any length before it does not end it. Anything else that comes back still revokes the family; with 0, so ' +
       'does every retry. Longer than a Redis failover (seconds): a retry that cannot reach Redis ' +
       'meanwhile must still find the window open. At most ' +
       `${MAX_REFRESH_TOKEN_RETRY_SECONDS}: [why](security.md#refresh-tokens).`,

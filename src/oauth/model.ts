@@ -110,13 +110,29 @@ export interface RefreshTokenGeneration {
 }
 
 /**
+ * The longest retry window: time for a client's retries with back-off through a Redis
+ * failover; longer only keeps a replaced token redeemable after its client has given up.
+ * Retries answered within the window start it again, but never past this long after the
+ * rotation's first answer.
+ */
+export const MAX_REFRESH_TOKEN_RETRY_SECONDS = 300;
+
+/**
  * What a rotation keeps for a retry of the token it replaced, until the end of the retry
  * window: the successor, sealed so that only the holder of the replaced token can open it.
+ * Both times are as of this answer; a store that counts an answer only later (once replicas
+ * confirm it) moves them on by as much.
  */
 export interface RefreshTokenRetry {
   sealedSuccessor: string;
   /** End of the retry window, epoch milliseconds. */
   until: number;
+  /**
+   * The latest end of the window, epoch milliseconds, were this the rotation's first answer
+   * (`MAX_REFRESH_TOKEN_RETRY_SECONDS` on): the store keeps the first answer's, and no
+   * retry moves the window past it.
+   */
+  limit: number;
 }
 
 /**
@@ -151,7 +167,8 @@ export interface RefreshTokenStore {
    * `presented` is the family's current token, makes `successor` current until
    * `grant.expiresAt` and keeps `retry`, when given, for the token it replaced: `rotated`.
    * Otherwise changes nothing and answers what it found, except that a `reused` token
-   * revokes the family with that verdict. So of concurrent rotations of one token exactly
+   * revokes the family with that verdict, and a `retry` moves the window's end on to
+   * `retry.until`, never past the limit the rotation's first answer set. So of concurrent rotations of one token exactly
    * one rotates, and the others find its retry record.
    */
   rotate(

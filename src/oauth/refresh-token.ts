@@ -8,7 +8,7 @@ import {
 } from 'node:crypto';
 import { randomBase64url, randomBuffer } from '../random-pool.ts';
 import type { RefreshTokenMacKeys } from './key-ring.ts';
-import type { RefreshTokenGrant, RefreshTokenStore } from './model.ts';
+import { MAX_REFRESH_TOKEN_RETRY_SECONDS, type RefreshTokenGrant, type RefreshTokenStore } from './model.ts';
 
 /**
  * Refresh tokens are opaque to clients: `<familyId>.<generation>.<keyId>.<secret>.<mac>`.
@@ -142,11 +142,13 @@ export function createRefreshTokenService(options: {
     async redeemRefreshToken(presented, grant) {
       const generation = presented.generation + 1;
       const successor = mintRefreshToken(presented.familyId, generation, keys);
+      const now = Date.now();
       const retry =
         retrySeconds > 0
           ? {
               sealedSuccessor: sealSuccessor(presented, successor.token),
-              until: Date.now() + retrySeconds * 1000,
+              until: now + retrySeconds * 1000,
+              limit: now + MAX_REFRESH_TOKEN_RETRY_SECONDS * 1000,
             }
           : undefined;
       const rotation = await store.rotate(

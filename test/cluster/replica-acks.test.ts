@@ -8,7 +8,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { NotReplicated } from '../../src/errors.ts';
-import type { RefreshTokenGrant } from '../../src/oauth/model.ts';
+import { MAX_REFRESH_TOKEN_RETRY_SECONDS, type RefreshTokenGrant } from '../../src/oauth/model.ts';
 import type { Connection } from '../../src/stores/connection.ts';
 import { connectRedis, type RedisClient } from '../../src/stores/redis/connect.ts';
 import { RedisRefreshTokenStore } from '../../src/stores/redis/refresh-tokens.ts';
@@ -121,7 +121,11 @@ describe('refresh-token changes acknowledged by a Redis replica', {
     const grant = newGrant();
     const first = { generation: 0, mac: randomBytes(16).toString('base64url') };
     assert.equal(await a.create(grant, first), true);
-    const retry = { sealedSuccessor: 'sealed', until: Date.now() + 60_000 };
+    const retry = {
+      sealedSuccessor: 'sealed',
+      until: Date.now() + 60_000,
+      limit: Date.now() + MAX_REFRESH_TOKEN_RETRY_SECONDS * 1000,
+    };
     const successor = { generation: 1, mac: randomBytes(16).toString('base64url') };
 
     await withReplicaFrozen(async () => {
@@ -150,7 +154,11 @@ describe('refresh-token changes acknowledged by a Redis replica', {
         grant,
         first,
         { generation: 1, mac: randomBytes(16).toString('base64url') },
-        { sealedSuccessor: 'sealed', until: now + window },
+        {
+          sealedSuccessor: 'sealed',
+          until: now + window,
+          limit: now + MAX_REFRESH_TOKEN_RETRY_SECONDS * 1000,
+        },
       );
 
     await withReplicaFrozen(async () => {

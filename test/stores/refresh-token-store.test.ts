@@ -4,19 +4,22 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { after, before, beforeEach, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AccountKind } from '../../src/accounts/model.ts';
-import type {
-  RefreshTokenGeneration,
-  RefreshTokenGrant,
-  RefreshTokenRetry,
-  RefreshTokenStore,
+import { NotReplicated } from '../../src/errors.ts';
+import {
+  MAX_REFRESH_TOKEN_RETRY_SECONDS,
+  type RefreshTokenGeneration,
+  type RefreshTokenGrant,
+  type RefreshTokenRetry,
+  type RefreshTokenStore,
 } from '../../src/oauth/model.ts';
 import { MemoryRefreshTokenStore } from '../../src/stores/memory/index.ts';
 import type { RedisClient } from '../../src/stores/redis/connect.ts';
 import { RedisRefreshTokenStore } from '../../src/stores/redis/refresh-tokens.ts';
-import { acknowledgedWrites } from '../../src/stores/redis/writes.ts';
+import { runScript } from '../../src/stores/redis/scripts.ts';
+import { acknowledgedWrites, type ScriptWrites } from '../../src/stores/redis/writes.ts';
 import { uniqueName } from '../support/backends.ts';
 import { connectTestRedis, deleteKeys, keysOf, redisTargets } from '../support/redis.ts';
 
@@ -24,6 +27,15 @@ interface Harness {
   store: RefreshTokenStore;
   close(): Promise<void>;
 }
+
+/**
+ * The contract stores' clock (epoch ms): set to the real time before each test, moved on by
+ * the tests instead of sleeping. Never behind the real time, so Redis frees a key no earlier
+ * than the store's clock says it may.
+ */
+let clock = Date.now();
+const now = () => clock;
+const SECOND = 1000;
 
 /** Stands in for the MAC a token carries: the store only ever sees MACs. */
 function mac(): string {
@@ -38,7 +50,7 @@ function grant(overrides: Partial<RefreshTokenGrant> = {}): RefreshTokenGrant {
     subject: randomUUID(),
     scope: 'profile email',
     credentialStamp: 'stamp-of-the-password-hash',
-    expiresAt: Date.now() + 60_000,
+    expiresAt: clock + 60_000,
     ...overrides,
   };
 }
@@ -60,9 +72,16 @@ function inspect(store: RefreshTokenStore, t: Token) {
   return store.inspect(t.familyId, t);
 }
 
-/** The retry record a rotation keeps: a stand-in for the sealed successor, for `ms` from now. */
+/**
+ * The retry record a rotation keeps: a stand-in for the sealed successor, for `ms` from now,
+ * and the hard maximum from now, as the refresh-token service asks for them.
+ */
 function retryFor(ms = 5000): RefreshTokenRetry {
-  return { sealedSuccessor: `sealed-${randomUUID()}`, until: Date.now() + ms };
+  return {
+    sealedSuccessor: `sealed-${randomUUID()}`,
+    until: clock + ms,
+    limit: clock + MAX_REFRESH_TOKEN_RETRY_SECONDS * SECOND,
+  };
 }
 
 /** Rotates the token, which must be current; its successor, one generation on, lives until `expiresAt`. */
@@ -73,7 +92,7 @@ async function rotated(
   options: { retry?: RefreshTokenRetry; expiresAt?: number } = {},
 ): Promise<Token> {
   const successor = { generation: t.generation + 1, mac: mac() };
-  const renewed = { ...g, expiresAt: options.expiresAt ?? Date.now() + 90_000 };
+  const renewed = { ...g, expiresAt: options.expiresAt ?? clock + 90_000 };
   assert.deepEqual(await store.rotate(renewed, t, successor, options.retry), { state: 'rotated' });
   return { familyId: t.familyId, ...successor };
 }
@@ -83,12 +102,16 @@ function rotateAgain(store: RefreshTokenStore, g: RefreshTokenGrant, t: Token, r
   return store.rotate(g, t, { generation: t.generation + 1, mac: mac() }, retry);
 }
 
-function refreshTokenContract(open: () => Promise<Harness>): void {
+/** Runs the contract on the stores `open` makes, which read the time from `now`. */
+function refreshTokenContract(open: (now: () => number) => Promise<Harness>): void {
   let store: RefreshTokenStore;
   let h: Harness | undefined;
   before(async () => {
-    h = await open();
+    h = await open(now);
     store = h.store;
+  });
+  beforeEach(() => {
+    clock = Date.now();
   });
   after(async () => {
     await h?.close();
@@ -194,9 +217,10 @@ function refreshTokenContract(open: () => Promise<Harness>): void {
   test('after its window, the token a rotation replaced is reused', async () => {
     const g = grant();
     const t = await issue(store, g);
-    const next = await rotated(store, g, t, { retry: retryFor(200) });
+    const next = await rotated(store, g, t, { retry: retryFor(60 * SECOND) });
+    clock += 59 * SECOND;
     assert.equal((await inspect(store, t)).state, 'retry');
-    await sleep(300);
+    clock += 2 * SECOND;
     assert.equal((await inspect(store, t)).state, 'reused');
     assert.equal((await rotateAgain(store, g, t)).state, 'reused');
     assert.deepEqual(await inspect(store, next), { state: 'revoked' });
@@ -205,15 +229,54 @@ function refreshTokenContract(open: () => Promise<Harness>): void {
   test('a retry starts the window again: it runs from the last answer that handed the successor out', async () => {
     const g = grant();
     const t = await issue(store, g);
-    const next = await rotated(store, g, t, { retry: retryFor(600) });
-    await sleep(400);
-    assert.equal((await rotateAgain(store, g, t, retryFor(600))).state, 'retry');
-    await sleep(400);
+    const next = await rotated(store, g, t, {
+      retry: retryFor(60 * SECOND),
+      expiresAt: clock + 3600 * SECOND,
+    });
+    clock += 40 * SECOND;
+    assert.equal((await rotateAgain(store, g, t, retryFor(60 * SECOND))).state, 'retry');
+    clock += 40 * SECOND;
     // Past the rotation's window, within the retry's.
     assert.equal((await inspect(store, t)).state, 'retry');
-    await sleep(400);
-    assert.equal((await rotateAgain(store, g, t, retryFor(600))).state, 'reused');
+    clock += 40 * SECOND;
+    assert.equal((await rotateAgain(store, g, t, retryFor(60 * SECOND))).state, 'reused');
     assert.deepEqual(await inspect(store, next), { state: 'revoked' });
+  });
+
+  test("retries start the window again, but never past the hard maximum after the rotation's answer", async () => {
+    const g = grant();
+    const t = await issue(store, g);
+    const next = await rotated(store, g, t, {
+      retry: retryFor(60 * SECOND),
+      expiresAt: clock + 3600 * SECOND,
+    });
+    const limit = clock + MAX_REFRESH_TOKEN_RETRY_SECONDS * SECOND;
+    // A replay every 50 s, each asking for 60 s more (and a limit of its own, later each time).
+    while (clock + 50 * SECOND < limit) {
+      clock += 50 * SECOND;
+      assert.equal((await rotateAgain(store, g, t, retryFor(60 * SECOND))).state, 'retry');
+    }
+    clock = limit - SECOND;
+    assert.equal((await inspect(store, t)).state, 'retry');
+    clock = limit + SECOND;
+    assert.equal((await inspect(store, t)).state, 'reused');
+    assert.equal((await rotateAgain(store, g, t, retryFor(60 * SECOND))).state, 'reused');
+    assert.deepEqual(await inspect(store, next), { state: 'revoked' });
+  });
+
+  test("the hard maximum is the rotation's, not its predecessor's", async () => {
+    const g = grant({ expiresAt: clock + 3600 * SECOND });
+    const t = await issue(store, g);
+    const expiresAt = clock + 3600 * SECOND;
+    const next = await rotated(store, g, t, { retry: retryFor(60 * SECOND), expiresAt });
+    clock += 200 * SECOND;
+    const last = await rotated(store, g, next, { retry: retryFor(60 * SECOND), expiresAt });
+    // 250 s after the first rotation, 50 s after this one: within this one's limit.
+    for (let i = 0; i < 3; i++) {
+      clock += 50 * SECOND;
+      assert.equal((await rotateAgain(store, g, next, retryFor(60 * SECOND))).state, 'retry');
+    }
+    assert.equal((await inspect(store, last)).state, 'current');
   });
 
   test("the replaced generation with another MAC is not its retry: reused (only the key's holder can make one)", async () => {
@@ -289,19 +352,22 @@ function refreshTokenContract(open: () => Promise<Harness>): void {
   });
 
   test('a token whose grant already expired is unknown', async () => {
-    const t = await issue(store, grant({ expiresAt: Date.now() - 1000 }));
+    const t = await issue(store, grant({ expiresAt: clock - 1000 }));
     assert.deepEqual(await inspect(store, t), { state: 'unknown' });
   });
 
   test('a family is unknown once it expires, rotated or not, revoked or not', async () => {
-    const short = grant({ expiresAt: Date.now() + 300 });
+    const short = grant({ expiresAt: clock + 60 * SECOND });
     const shortToken = await issue(store, short);
-    const used = grant({ expiresAt: Date.now() + 300 });
+    const used = grant({ expiresAt: clock + 60 * SECOND });
     const usedToken = await issue(store, used);
-    const revoked = await issue(store, grant({ expiresAt: Date.now() + 300 }));
-    const next = await rotated(store, used, usedToken, { expiresAt: Date.now() + 300, retry: retryFor() });
+    const revoked = await issue(store, grant({ expiresAt: clock + 60 * SECOND }));
+    const next = await rotated(store, used, usedToken, {
+      expiresAt: clock + 60 * SECOND,
+      retry: retryFor(30 * SECOND),
+    });
     await store.revokeFamily(revoked.familyId);
-    await sleep(450);
+    clock += 61 * SECOND;
     assert.deepEqual(await inspect(store, shortToken), { state: 'unknown' });
     assert.deepEqual(await inspect(store, usedToken), { state: 'unknown' });
     assert.deepEqual(await inspect(store, next), { state: 'unknown' });
@@ -310,10 +376,10 @@ function refreshTokenContract(open: () => Promise<Harness>): void {
   });
 
   test('a rotation extends the family past its first expiry', async () => {
-    const g = grant({ expiresAt: Date.now() + 300 });
+    const g = grant({ expiresAt: clock + 60 * SECOND });
     const t = await issue(store, g);
-    const next = await rotated(store, g, t);
-    await sleep(450);
+    const next = await rotated(store, g, t, { expiresAt: clock + 120 * SECOND });
+    clock += 61 * SECOND;
     assert.equal((await inspect(store, next)).state, 'current');
   });
 }
@@ -325,7 +391,7 @@ async function expiryOf(store: RefreshTokenStore, t: Token): Promise<number | un
 }
 
 describe('RefreshTokenStore: memory', () => {
-  refreshTokenContract(async () => ({ store: new MemoryRefreshTokenStore(), close: async () => {} }));
+  refreshTokenContract(async (now) => ({ store: new MemoryRefreshTokenStore(now), close: async () => {} }));
 });
 
 for (const { label, url: redisUrl } of redisTargets())
@@ -336,7 +402,7 @@ for (const { label, url: redisUrl } of redisTargets())
     const prefix = `${uniqueName('rt_test')}:`;
     let redis: RedisClient;
 
-    refreshTokenContract(async () => {
+    refreshTokenContract(async (now) => {
       const connection = await connectTestRedis(redisUrl ?? '');
       redis = connection.client;
       // Behind Sentinels, as the service runs there: writes acknowledged by the replica.
@@ -344,6 +410,7 @@ for (const { label, url: redisUrl } of redisTargets())
       return {
         store: new RedisRefreshTokenStore(redis, {
           prefix,
+          now,
           writes: writer && acknowledgedWrites(writer.client, 1, 1000),
         }),
         async close() {
@@ -392,6 +459,137 @@ for (const { label, url: redisUrl } of redisTargets())
         (await redis.zrange(subjectKey, '0', '-1')).sort(),
         [g.familyId, fresh.familyId].sort(),
       );
+    });
+
+    describe('behind replicas whose confirmation the test decides', () => {
+      /** A rotation's script ran on the primary; its answer waits for the test's verdict. */
+      interface Held {
+        confirm(): void;
+        fail(): void;
+      }
+      let held: Held[];
+      let store: RedisRefreshTokenStore;
+      const WINDOW = 60 * SECOND;
+      const LIMIT = MAX_REFRESH_TOKEN_RETRY_SECONDS * SECOND;
+
+      beforeEach(() => {
+        held = [];
+        // As acknowledgedWrites: each write runs at once and counts once confirmed. The
+        // account index is confirmed at once; a rotation's script when the test says.
+        const writes: ScriptWrites = {
+          acknowledged: true,
+          async run(s, keys, args) {
+            const reply = await runScript(redis, s, keys, args);
+            if (keys.length !== 2) return reply;
+            return new Promise((resolve, reject) =>
+              held.push({ confirm: () => resolve(reply), fail: () => reject(new NotReplicated('Redis')) }),
+            );
+          },
+        };
+        store = new RedisRefreshTokenStore(redis, { prefix, now, writes });
+      });
+
+      /** The rotation presented next, its script run and its answer held. */
+      async function heldRotation(g: RefreshTokenGrant, t: Token) {
+        const before = held.length;
+        const result = rotateAgain(store, g, t, retryFor(WINDOW));
+        while (held.length === before) await new Promise((resolve) => setImmediate(resolve));
+        const answer = held[before];
+        if (!answer) throw new Error('no rotation held');
+        return { result, answer };
+      }
+
+      /** A family whose first token was rotated and that rotation answered. */
+      async function answeredRotation() {
+        const g = grant({ expiresAt: clock + 2 * 86_400 * SECOND });
+        const t = await issue(store, g);
+        const { result, answer } = await heldRotation(g, t);
+        answer.confirm();
+        assert.equal((await result).state, 'rotated');
+        return { g, t };
+      }
+
+      test('a retry that fails after the rotation was answered leaves the window running from then, not open for good', async () => {
+        const { g, t } = await answeredRotation();
+        clock += 10 * SECOND;
+        const { result, answer } = await heldRotation(g, t);
+        answer.fail();
+        await assert.rejects(result, NotReplicated);
+        clock += WINDOW - SECOND;
+        assert.equal((await inspect(store, t)).state, 'retry');
+        clock += 2 * SECOND;
+        assert.equal((await inspect(store, t)).state, 'reused');
+      });
+
+      test("an older retry's failure leaves a newer retry's wait alone", async () => {
+        const { g, t } = await answeredRotation();
+        const older = await heldRotation(g, t);
+        const newer = await heldRotation(g, t);
+        clock += 2 * WINDOW;
+        older.answer.fail();
+        await assert.rejects(older.result, NotReplicated);
+        // Had the older one ended the wait, the window would end a WINDOW from its failure.
+        clock += WINDOW + SECOND;
+        assert.equal((await inspect(store, t)).state, 'retry');
+        newer.answer.confirm();
+        assert.equal((await newer.result).state, 'retry');
+        clock += WINDOW - SECOND;
+        assert.equal((await inspect(store, t)).state, 'retry');
+        clock += 2 * SECOND;
+        assert.equal((await inspect(store, t)).state, 'reused');
+      });
+
+      test('a rotation never answered stays retryable however long, its failed retries included; the first answer starts the window', async () => {
+        const g = grant({ expiresAt: clock + 5 * 86_400 * SECOND });
+        const t = await issue(store, g);
+        for (const after of [0, 10 * WINDOW, 86_400 * SECOND]) {
+          clock += after;
+          const { result, answer } = await heldRotation(g, t);
+          answer.fail();
+          await assert.rejects(result, NotReplicated);
+        }
+        clock += 86_400 * SECOND;
+        assert.equal((await inspect(store, t)).state, 'retry');
+        const { result, answer } = await heldRotation(g, t);
+        answer.confirm();
+        assert.equal((await result).state, 'retry');
+        clock += WINDOW + SECOND;
+        assert.equal((await inspect(store, t)).state, 'reused');
+      });
+
+      /** Confirmed retries every 50 s, as long as the limit of the rotation answered now allows. */
+      async function retriedToTheLimit(g: RefreshTokenGrant, t: Token): Promise<number> {
+        const limit = clock + LIMIT;
+        while (clock + 50 * SECOND < limit) {
+          clock += 50 * SECOND;
+          const { result, answer } = await heldRotation(g, t);
+          answer.confirm();
+          assert.equal((await result).state, 'retry');
+        }
+        return limit;
+      }
+
+      test('confirmed retries start the window again, never past the limit the first answer set', async () => {
+        const { g, t } = await answeredRotation();
+        const limit = await retriedToTheLimit(g, t);
+        clock = limit - SECOND;
+        assert.equal((await inspect(store, t)).state, 'retry');
+        clock = limit + SECOND;
+        assert.equal((await inspect(store, t)).state, 'reused');
+      });
+
+      test('an answer still waiting past the limit an earlier answer set does not keep the token a retry', async () => {
+        const { g, t } = await answeredRotation();
+        const limit = await retriedToTheLimit(g, t);
+        clock = limit - 5 * SECOND;
+        const waiting = await heldRotation(g, t);
+        assert.equal((await inspect(store, t)).state, 'retry');
+        clock = limit + SECOND;
+        assert.equal((await inspect(store, t)).state, 'reused');
+        waiting.answer.confirm();
+        await waiting.result;
+        assert.equal((await inspect(store, t)).state, 'reused');
+      });
     });
   });
 

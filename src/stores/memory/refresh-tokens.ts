@@ -61,9 +61,11 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     if (!family) return { state: 'unknown' };
     const found = this.#find(family, presented);
     if (found.state === 'reused') this.#revoke(family);
-    // A retry answered with the successor: the window runs from this answer.
+    // A retry answered with the successor: the window runs from this answer, but not past
+    // the limit the rotation's answer set, so replays at intervals within the window cannot
+    // keep a replaced token redeemable for good.
     if (found.state === 'retry' && retry && family.retry)
-      family.retry.until = Math.max(family.retry.until, retry.until);
+      family.retry.until = Math.max(family.retry.until, Math.min(retry.until, family.retry.limit));
     if (found.state !== 'current') return found;
     family.current = { ...successor };
     family.grant.expiresAt = grant.expiresAt;

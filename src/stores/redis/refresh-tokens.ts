@@ -27,6 +27,8 @@ import { immediateWrites, type ScriptWrites } from './writes.ts';
  *                        m MAC of the token it replaced
  *                        x the successor, sealed under a key only that token gives
  *                        e end of the retry window (ms)
+ *                        l the latest end of the window (ms), set by the rotation's first
+ *                          answer: no retry moves the window past it
  *                        p while the last answer handing the successor out waits for the
  *                          replicas: its mark (a fresh MAC); the window has not started
  *   Ps:{account}       sorted set of the account's family ids scored by expiry, pruned of
@@ -51,7 +53,8 @@ return 1
 /**
  * What the presented token (generation ARGV[1], MAC ARGV[2]) is at ARGV[3] (ms): its state,
  * the family's fields (the grant from f[4]) and, for a retry, the retry record (r[2] the
- * sealed successor). A retry record whose answer is not confirmed yet has no window running.
+ * sealed successor). A retry record whose answer is not confirmed yet has no window running,
+ * unless an earlier answer set a limit and it has passed.
  */
 const FIND = `
 local function find()
@@ -66,8 +69,9 @@ local function find()
   end
   if presented > current then return 'unknown' end
   if presented == current - 1 then
-    local r = redis.call('HMGET', KEYS[2], 'm', 'x', 'e', 'p')
-    if r[1] == ARGV[2] and (r[4] or tonumber(r[3]) > now) then return 'retry', f, r end
+    local r = redis.call('HMGET', KEYS[2], 'm', 'x', 'e', 'p', 'l')
+    local waiting = r[4] and not (r[5] and tonumber(r[5]) <= now)
+    if r[1] == ARGV[2] and (waiting or tonumber(r[3]) > now) then return 'retry', f, r end
   end
   return 'reused', f
 end
@@ -84,12 +88,13 @@ return reply(find())
 /**
  * The one write of a refresh, a compare-and-set: a current token is replaced by its
  * successor (ARGV[4] its MAC, ARGV[5] the family's new expiry) and kept for retries (sealed
- * successor ARGV[6], or '' for none, until ARGV[7]); anything else is answered as found, and
- * an older generation revokes the family with that verdict. A retry answered with the
- * successor starts the window again (ARGV[7]). With ARGV[8] set, the answer waits for the
- * replicas: the record is marked pending with ARGV[4] instead, and its window starts when
- * CONFIRM_ANSWER says the answer went out, so that no outage of the replicas, however long,
- * turns the client's retries into reuse.
+ * successor ARGV[6], or '' for none, until ARGV[7], at the latest ARGV[9] for any retry);
+ * anything else is answered as found, and an older generation revokes the family with that
+ * verdict. A retry answered with the successor starts the window again (ARGV[7]), up to the
+ * record's limit. With ARGV[8] set, the answer waits for the replicas: the record is marked
+ * pending with ARGV[4] instead, and its window starts when CONFIRM_ANSWER says the answer
+ * went out, so that no outage of the replicas, however long, turns the client's retries
+ * into reuse; the first answer confirmed sets the limit.
  */
 const ROTATE = `${FIND}
 local state, f, r = find()
@@ -101,9 +106,10 @@ if state == 'current' then
     redis.call('DEL', KEYS[2])
   elseif pending then
     redis.call('HSET', KEYS[2], 'm', ARGV[2], 'x', ARGV[6], 'e', ARGV[7], 'p', ARGV[4])
+    redis.call('HDEL', KEYS[2], 'l')
     redis.call('PEXPIREAT', KEYS[2], ARGV[5])
   else
-    redis.call('HSET', KEYS[2], 'm', ARGV[2], 'x', ARGV[6], 'e', ARGV[7])
+    redis.call('HSET', KEYS[2], 'm', ARGV[2], 'x', ARGV[6], 'e', ARGV[7], 'l', ARGV[9])
     redis.call('HDEL', KEYS[2], 'p')
     redis.call('PEXPIREAT', KEYS[2], ARGV[7])
   end
@@ -111,12 +117,15 @@ if state == 'current' then
 elseif state == 'retry' then
   -- Every branch writes, so that a WAIT after this script, on any connection, also covers
   -- the rotation this answer hands out.
+  local limit = r[5] or ARGV[9]
+  local ends = ARGV[7]
+  if tonumber(limit) < tonumber(ends) then ends = limit end
   if pending then
     redis.call('HSET', KEYS[2], 'p', ARGV[4])
     redis.call('PEXPIREAT', KEYS[2], f[9])
-  elseif ARGV[6] ~= '' and tonumber(ARGV[7]) > tonumber(r[3]) then
-    redis.call('HSET', KEYS[2], 'e', ARGV[7])
-    redis.call('PEXPIREAT', KEYS[2], ARGV[7])
+  elseif ARGV[6] ~= '' and tonumber(ends) > tonumber(r[3]) then
+    redis.call('HSET', KEYS[2], 'e', ends, 'l', limit)
+    redis.call('PEXPIREAT', KEYS[2], ends)
   else
     redis.call('HSET', KEYS[2], 'x', r[2])
   end
@@ -128,14 +137,24 @@ return reply(state, f, r)
 `;
 
 /**
- * The answer marked pending with ARGV[1] went out: the retry window starts, until ARGV[2].
- * A later answer's mark, or a later rotation, is left alone.
+ * Ends the wait of the answer marked pending with ARGV[1]: the retry window runs until
+ * ARGV[2], never shortened and never past the record's limit. ARGV[3] says whether the answer
+ * went out: the limit, were it the first, or '' for an answer that failed, whose mark goes
+ * only once an earlier answer has set the limit: before that no client holds the successor,
+ * and the client's retry must find it however long the replicas stay away. A later answer's
+ * mark, or a later rotation, is left alone.
  */
 const CONFIRM_ANSWER = `
-if redis.call('HGET', KEYS[1], 'p') ~= ARGV[1] then return 0 end
+local r = redis.call('HMGET', KEYS[1], 'p', 'e', 'l')
+if r[1] ~= ARGV[1] then return 0 end
+local limit = r[3] or ARGV[3]
+if limit == '' then return 0 end
+local ends = ARGV[2]
+if tonumber(limit) < tonumber(ends) then ends = limit end
+if tonumber(r[2]) > tonumber(ends) then ends = r[2] end
 redis.call('HDEL', KEYS[1], 'p')
-redis.call('HSET', KEYS[1], 'e', ARGV[2])
-redis.call('PEXPIREAT', KEYS[1], ARGV[2])
+redis.call('HSET', KEYS[1], 'e', ends, 'l', limit)
+redis.call('PEXPIREAT', KEYS[1], ends)
 return 1
 `;
 
@@ -239,12 +258,24 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
         retry?.sealedSuccessor ?? '',
         retry?.until ?? 0,
         pending,
+        retry?.limit ?? 0,
       ]),
-    ]);
+    ]).catch(async (error: unknown) => {
+      // Not answered (the replicas did not confirm in time, or the index failed): a mark this
+      // answer may have set would keep the replaced token a retry for good.
+      if (pending && retry)
+        await this.#unmark(grant.familyId, pending, this.#now() + (retry.until - startedAt));
+      throw error;
+    });
     const found = Array.isArray(reply) && reply[0] === 'rotated' ? null : stateOf(grant.familyId, reply);
     if (found?.state === 'current') throw new Error('The rotate script left a current token unrotated');
     if (pending && retry && (!found || found.state === 'retry'))
-      await this.#confirmAnswer(grant.familyId, pending, this.#now() + (retry.until - startedAt));
+      await this.#confirmAnswer(
+        grant.familyId,
+        pending,
+        this.#now() + (retry.until - startedAt),
+        this.#now() + (retry.limit - startedAt),
+      );
     if (!found) return { state: 'rotated' };
     if (found.state === 'reused')
       await this.#unindex(found.grant.accountKind, found.grant.subject, grant.familyId);
@@ -252,12 +283,26 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
   }
 
   /**
-   * Starts the window of an answer the replicas confirmed. Not waited for by them: lost, the
-   * record stays pending, so the token it replaced stays a retry until its successor is used.
+   * Starts the window of an answer the replicas confirmed, `limit` the latest end should it
+   * be the rotation's first. Not waited for by them: lost, the record stays pending, so the
+   * token it replaced stays a retry until its successor is used or the limit an earlier
+   * answer set has passed.
    */
-  async #confirmAnswer(familyId: string, mark: string, until: number): Promise<void> {
+  async #confirmAnswer(familyId: string, mark: string, until: number, limit: number): Promise<void> {
     const [, retryKey] = this.#familyKeys(familyId);
-    await runScript(this.#redis, SCRIPTS.confirmAnswer, [retryKey], [mark, until]).catch(() => undefined);
+    await runScript(this.#redis, SCRIPTS.confirmAnswer, [retryKey], [mark, until, limit]).catch(
+      () => undefined,
+    );
+  }
+
+  /**
+   * Starts the window of an answer that did not go out, when an earlier one did: the mark of
+   * the failed answer would otherwise keep the replaced token a retry for good. Best effort,
+   * as the confirmation.
+   */
+  async #unmark(familyId: string, mark: string, until: number): Promise<void> {
+    const [, retryKey] = this.#familyKeys(familyId);
+    await runScript(this.#redis, SCRIPTS.confirmAnswer, [retryKey], [mark, until, '']).catch(() => undefined);
   }
 
   async revokeFamily(familyId: string): Promise<void> {
