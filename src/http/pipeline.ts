@@ -103,7 +103,7 @@ export function createRequestHandler(
    * earlier, as the error path writes them too.
    */
   function send(req: IncomingMessage, res: ServerResponse, reply: Reply, route: RouteHeaders): void {
-    const hasBody = reply.body !== undefined || reply.text !== undefined;
+    const body = reply.text ?? (reply.body === undefined ? undefined : JSON.stringify(reply.body));
     const flat = route.flat.slice();
     const given = new Set(route.names);
     const add = (name: string, value: string): boolean => {
@@ -116,13 +116,15 @@ export function createRequestHandler(
     const added =
       corsHeaders(req, route.cors, undefined).every(([name, value]) => add(name, value)) &&
       Object.entries(reply.headers ?? {}).every(([name, value]) => add(name, value)) &&
-      (!hasBody || add('Content-Type', reply.contentType ?? 'application/json'));
+      (body === undefined ||
+        (add('Content-Type', reply.contentType ?? 'application/json') &&
+          add('Content-Length', String(Buffer.byteLength(body)))));
     if (!added) {
       sendOneByOne(req, res, reply, route);
       return;
     }
     res.writeHead(reply.status, flat);
-    res.end(hasBody ? (reply.text ?? JSON.stringify(reply.body)) : undefined);
+    res.end(body);
   }
 
   function sendOneByOne(req: IncomingMessage, res: ServerResponse, reply: Reply, route: RouteHeaders): void {

@@ -89,6 +89,27 @@ describe('HTTP pipeline', () => {
     assert.equal(malformed.status, 404);
   });
 
+  test('a JSON answer says its length in bytes, not chunked, also for a body beyond ASCII', async () => {
+    const { access_token: token } = await passwordGrant(server.url, FRONTEND_CLIENT, SEEDED_USER);
+    const renamed = await request(server.url, 'PATCH', '/users/my-account', {
+      token,
+      json: { firstName: 'Zoë', lastName: 'Müller-Łukasz' },
+    });
+    assert.equal(renamed.status, 200);
+    for (const method of ['PATCH', 'GET'] as const) {
+      const response = await fetch(`${server.url}/users/my-account`, {
+        method,
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        ...(method === 'PATCH' ? { body: '{}' } : {}),
+      });
+      const bytes = Buffer.from(await response.arrayBuffer());
+      assert.equal(response.status, 200, method);
+      assert.equal(response.headers.get('transfer-encoding'), null, method);
+      assert.equal(response.headers.get('content-length'), String(bytes.length), method);
+      assert.equal(JSON.parse(bytes.toString('utf8')).lastName, 'Müller-Łukasz', method);
+    }
+  });
+
   test('malformed JSON is 400, a wrong content type 415, an oversized body 413', async () => {
     const malformed = await request(server.url, 'POST', '/account/register', {
       raw: '{"grant_type":',

@@ -114,10 +114,12 @@ describe('access tokens on a protected route', () => {
     }
   });
 
-  test('a tampered payload is refused', async () => {
+  test('a tampered payload is refused, also with the genuine token verified and remembered', async () => {
+    assert.equal((await read(token)).status, 200);
     const [header, , signature] = token.split('.');
     const tampered = `${header}.${base64url({ ...claims, sub: '00000000-0000-0000-0000-000000000000' })}.${signature}`;
     assertInvalidToken(await read(tampered), /signature/);
+    assert.equal((await read(token)).status, 200, 'the genuine token still reads');
   });
 
   test('garbage and a non-Bearer scheme are refused', async () => {
