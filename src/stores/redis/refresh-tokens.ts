@@ -244,7 +244,7 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
     const found = Array.isArray(reply) && reply[0] === 'rotated' ? null : stateOf(grant.familyId, reply);
     if (found?.state === 'current') throw new Error('The rotate script left a current token unrotated');
     if (pending && retry && (!found || found.state === 'retry'))
-      await this.#confirmAnswer(grant.familyId, pending, this.#now() + (retry.until - startedAt));
+      this.#confirmAnswer(grant.familyId, pending, this.#now() + (retry.until - startedAt));
     if (!found) return { state: 'rotated' };
     if (found.state === 'reused')
       await this.#unindex(found.grant.accountKind, found.grant.subject, grant.familyId);
@@ -252,12 +252,15 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
   }
 
   /**
-   * Starts the window of an answer the replicas confirmed. Not waited for by them: lost, the
-   * record stays pending, so the token it replaced stays a retry until its successor is used.
+   * Starts the window of an answer the replicas confirmed. Waited for neither by them nor by
+   * the answer, which would gain nothing from it but a round trip: lost, the record stays
+   * pending, so the token it replaced stays a retry until its successor is used. Sent before
+   * the answer goes, on the connection this store reads on, so that the reads this process
+   * makes after the answer find the window started.
    */
-  async #confirmAnswer(familyId: string, mark: string, until: number): Promise<void> {
+  #confirmAnswer(familyId: string, mark: string, until: number): void {
     const [, retryKey] = this.#familyKeys(familyId);
-    await runScript(this.#redis, SCRIPTS.confirmAnswer, [retryKey], [mark, until]).catch(() => undefined);
+    runScript(this.#redis, SCRIPTS.confirmAnswer, [retryKey], [mark, until]).catch(() => undefined);
   }
 
   async revokeFamily(familyId: string): Promise<void> {
