@@ -270,7 +270,7 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
     const found = Array.isArray(reply) && reply[0] === 'rotated' ? null : stateOf(grant.familyId, reply);
     if (found?.state === 'current') throw new Error('The rotate script left a current token unrotated');
     if (pending && retry && (!found || found.state === 'retry'))
-      this.#confirmAnswer(
+      await this.#confirmAnswer(
         grant.familyId,
         pending,
         this.#now() + (retry.until - startedAt),
@@ -284,15 +284,15 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
 
   /**
    * Starts the window of an answer the replicas confirmed, `limit` the latest end should it
-   * be the rotation's first. Waited for neither by them nor by the answer, which would gain
-   * nothing from it but a round trip: lost, the record stays pending, so the token it
-   * replaced stays a retry until its successor is used or the limit an earlier answer set
-   * has passed. Sent before the answer goes, on the connection this store reads on, so that
-   * the reads this process makes after the answer find the window started.
+   * be the rotation's first. Not waited for by them: lost, the record stays pending, so the
+   * token it replaced stays a retry until its successor is used or the limit an earlier
+   * answer set has passed.
    */
-  #confirmAnswer(familyId: string, mark: string, until: number, limit: number): void {
+  async #confirmAnswer(familyId: string, mark: string, until: number, limit: number): Promise<void> {
     const [, retryKey] = this.#familyKeys(familyId);
-    runScript(this.#redis, SCRIPTS.confirmAnswer, [retryKey], [mark, until, limit]).catch(() => undefined);
+    await runScript(this.#redis, SCRIPTS.confirmAnswer, [retryKey], [mark, until, limit]).catch(
+      () => undefined,
+    );
   }
 
   /**
