@@ -13,16 +13,7 @@ import {
  * TTL index, which FerretDB 1.x does not honour; expired documents are purged on `save`.
  * Single use rests on `deleteOne`'s count, which both MongoDB and FerretDB 1.x report exactly.
  */
-export interface OneTimeTokenDoc {
-  _id: string;
-  purpose: OneTimeTokenPurpose;
-  accountId: string;
-  expiresAt: Date;
-  newIdentity?: string;
-  mailedTo?: string;
-  wrongPasswords?: number;
-  generation?: string;
-}
+export type OneTimeTokenDoc = Omit<OneTimeToken, 'digest'> & { _id: string };
 
 /**
  * The current generation of an account's links of one purpose, in the same collection under
