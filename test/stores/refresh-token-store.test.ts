@@ -521,6 +521,21 @@ for (const { label, url: redisUrl } of redisTargets())
         assert.equal((await inspect(store, t)).state, 'reused');
       });
 
+      test("a rotation answered after a retry took over its wait still sets the limit, so the retry's failure cannot keep the token a retry for good", async () => {
+        const g = grant({ expiresAt: clock + 5 * 86_400 * SECOND });
+        const t = await issue(store, g);
+        const rotation = await heldRotation(g, t);
+        const retry = await heldRotation(g, t);
+        rotation.answer.confirm();
+        assert.equal((await rotation.result).state, 'rotated');
+        retry.answer.fail();
+        await assert.rejects(retry.result, NotReplicated);
+        clock += WINDOW - SECOND;
+        assert.equal((await inspect(store, t)).state, 'retry');
+        clock += LIMIT;
+        assert.equal((await inspect(store, t)).state, 'reused');
+      });
+
       test("an older retry's failure leaves a newer retry's wait alone", async () => {
         const { g, t } = await answeredRotation();
         const older = await heldRotation(g, t);

@@ -142,11 +142,19 @@ return reply(state, f, r)
  * went out: the limit, were it the first, or '' for an answer that failed, whose mark goes
  * only once an earlier answer has set the limit: before that no client holds the successor,
  * and the client's retry must find it however long the replicas stay away. A later answer's
- * mark, or a later rotation, is left alone.
+ * mark, or a later rotation, is left alone; but an answer that went out while a retry of the
+ * same rotation (ARGV[4], the MAC of the token it replaced) had marked the record since still
+ * sets the limit if none is set, so that the retry's failure, or its client giving up, cannot
+ * keep the replaced token a retry for good.
  */
 const CONFIRM_ANSWER = `
-local r = redis.call('HMGET', KEYS[1], 'p', 'e', 'l')
-if r[1] ~= ARGV[1] then return 0 end
+local r = redis.call('HMGET', KEYS[1], 'p', 'e', 'l', 'm')
+if r[1] ~= ARGV[1] then
+  if r[1] and not r[3] and ARGV[3] ~= '' and r[4] == ARGV[4] then
+    redis.call('HSET', KEYS[1], 'l', ARGV[3])
+  end
+  return 0
+end
 local limit = r[3] or ARGV[3]
 if limit == '' then return 0 end
 local ends = ARGV[2]
@@ -272,6 +280,7 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
     if (pending && retry && (!found || found.state === 'retry'))
       await this.#confirmAnswer(
         grant.familyId,
+        presented.mac,
         pending,
         this.#now() + (retry.until - startedAt),
         this.#now() + (retry.limit - startedAt),
@@ -288,9 +297,15 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
    * token it replaced stays a retry until its successor is used or the limit an earlier
    * answer set has passed.
    */
-  async #confirmAnswer(familyId: string, mark: string, until: number, limit: number): Promise<void> {
+  async #confirmAnswer(
+    familyId: string,
+    replaced: string,
+    mark: string,
+    until: number,
+    limit: number,
+  ): Promise<void> {
     const [, retryKey] = this.#familyKeys(familyId);
-    await runScript(this.#redis, SCRIPTS.confirmAnswer, [retryKey], [mark, until, limit]).catch(
+    await runScript(this.#redis, SCRIPTS.confirmAnswer, [retryKey], [mark, until, limit, replaced]).catch(
       () => undefined,
     );
   }
