@@ -11,10 +11,10 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { createAvatars } from '../../src/accounts/avatars.ts';
-import type { Account } from '../../src/accounts/model.ts';
 import type { Actor } from '../../src/identity.ts';
 import { MemoryAccountStore } from '../../src/stores/memory/accounts.ts';
 import { MemoryAvatarStore } from '../../src/stores/memory/avatars.ts';
+import { accountRecord } from '../support/accounts.ts';
 import { png } from '../support/images.ts';
 
 /** Replaces every method of `store` with one that calls `before` first. */
@@ -38,20 +38,10 @@ for (const watched of ['upload', 'removal'] as const)
   test(`an ${watched} does a bounded number of store operations however many changes other requests make meanwhile`, async () => {
     const users = new MemoryAccountStore();
     const avatarStore = new MemoryAvatarStore();
-    const now = new Date();
-    const account: Account = {
-      id: randomUUID(),
+    const account = accountRecord({
       identity: `settling-${randomUUID()}@example.com`,
       passwordHash: 'unused',
-      firstName: null,
-      lastName: null,
-      status: 'active',
-      roles: [],
-      sessionKey: '',
-      hasAvatar: false,
-      createdAt: now,
-      updatedAt: now,
-    };
+    });
     await users.create(account);
     const avatars = createAvatars({
       users,

@@ -10,6 +10,7 @@ import { IDENTITY_CHANGE_REQUESTED } from '../../src/http/routes/users-and-admin
 import { FRONTEND_CLIENT, refreshGrant, request, SEEDED_ADMIN } from '../support/http.ts';
 import { backends, describeBackendSkip, startTestServer, type TestServer } from '../support/server.ts';
 import { lastMailTo, linkIn, readMailDir, recipients } from '../support/smtp.ts';
+import { failsOnce } from '../support/stores.ts';
 import { adminLogin, canUserLogin, PASSWORD, storeAccount, userLogin } from './fixtures.ts';
 
 const APP_URL = 'https://api.example.test';
@@ -233,14 +234,7 @@ for (const backend of backends()) {
       const wanted = address('retried');
       const link = await changeLink(tokens.access_token, wanted);
       const users = server.app.stores.users;
-      mock.method(
-        users,
-        'update',
-        async () => {
-          throw new Error('the store failed mid-request');
-        },
-        { times: 1 },
-      );
+      failsOnce(users, 'update');
       const failed = await confirm(link.path);
       assert.ok(failed.status >= 500, JSON.stringify(failed.body));
       assert.notEqual((await users.findById(account.id))?.identity, wanted);
@@ -286,14 +280,7 @@ for (const backend of backends()) {
       const wanted = address('unkillable-new');
       const link = await changeLink(tokens.access_token, wanted);
       const oneTimeTokens = server.app.stores.oneTimeTokens;
-      mock.method(
-        oneTimeTokens,
-        'deleteForAccount',
-        async () => {
-          throw new Error('the store failed mid-request');
-        },
-        { times: 1 },
-      );
+      failsOnce(oneTimeTokens, 'deleteForAccount');
       const failed = await confirm(link.path);
       assert.ok(failed.status >= 500, JSON.stringify(failed.body));
       assert.equal((await server.app.stores.users.findById(account.id))?.identity, identity, 'not moved');
@@ -337,14 +324,7 @@ for (const backend of backends()) {
     test("an administrator's change of address is not made when the user's links cannot be killed", async () => {
       const { account, identity } = await newUser('admin-unkillable');
       const admin = await adminLogin(server.url, SEEDED_ADMIN.username, SEEDED_ADMIN.password);
-      mock.method(
-        server.app.stores.oneTimeTokens,
-        'deleteForAccount',
-        async () => {
-          throw new Error('the store failed mid-request');
-        },
-        { times: 1 },
-      );
+      failsOnce(server.app.stores.oneTimeTokens, 'deleteForAccount');
       const failed = await request(server.url, 'PATCH', `/users/${account.id}`, {
         token: admin.access_token,
         json: { identity: address('admin-unkillable-new') },

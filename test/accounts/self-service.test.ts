@@ -4,6 +4,7 @@ import { ANSWERS } from '../../src/http/routes/self-service.ts';
 import { FRONTEND_CLIENT, passwordGrant, refreshGrant, request, SEEDED_USER } from '../support/http.ts';
 import { backends, describeBackendSkip, startTestServer, type TestServer } from '../support/server.ts';
 import { lastMailTo, linkIn, readMailDir, recipients } from '../support/smtp.ts';
+import { failsOnce } from '../support/stores.ts';
 import { canUserLogin, PASSWORD, registerAndActivate, storeAccount } from './fixtures.ts';
 
 const APP_URL = 'https://api.example.test';
@@ -196,14 +197,7 @@ for (const backend of backends()) {
       const identity = 'activation-retry@example.com';
       await register({ identity, password: PASSWORD, passwordConfirm: PASSWORD });
       const { path } = linkIn(lastMailTo(await mails(), identity).parsed, '/account/activate/');
-      mock.method(
-        server.app.stores.users,
-        'update',
-        async () => {
-          throw new Error('the store failed mid-request');
-        },
-        { times: 1 },
-      );
+      failsOnce(server.app.stores.users, 'update');
       const failed = await request(server.url, 'PATCH', path, { json: { password: PASSWORD } });
       assert.ok(failed.status >= 500, JSON.stringify(failed.body));
       const retried = await request(server.url, 'PATCH', path, { json: { password: PASSWORD } });
@@ -380,14 +374,7 @@ for (const backend of backends()) {
       await registerAndActivate(server, unlucky);
       assert.equal((await requestReset(unlucky)).status, 200);
       const link = linkIn(lastMailTo(await mails(), unlucky).parsed, '/account/reset-password/');
-      mock.method(
-        server.app.stores.users,
-        'update',
-        async () => {
-          throw new Error('the store failed mid-request');
-        },
-        { times: 1 },
-      );
+      failsOnce(server.app.stores.users, 'update');
       const password = 'retried new password';
       const failed = await request(server.url, 'PATCH', link.path, {
         json: { password, passwordConfirm: password },

@@ -4,7 +4,7 @@
  * while a change that is no credential leaves sessions alone.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, mock, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import type { AccountKind } from '../../src/accounts/model.ts';
 import { credentialStamp } from '../../src/accounts/sessions.ts';
 import {
@@ -16,6 +16,7 @@ import {
   type Tokens,
 } from '../support/http.ts';
 import { backends, startTestServer, type TestServer } from '../support/server.ts';
+import { failsOnce } from '../support/stores.ts';
 import { adminLogin, canUserLogin, PASSWORD, storeAccount, userLogin } from './fixtures.ts';
 
 for (const backend of backends()) {
@@ -149,14 +150,7 @@ for (const backend of backends()) {
 
     test('a password change whose revocation of refresh tokens fails still ends the sessions: the account is written first', async () => {
       const session = await signedIn('user');
-      mock.method(
-        server.app.stores.refreshTokens,
-        'revokeSubject',
-        async () => {
-          throw new Error('the store failed mid-request');
-        },
-        { times: 1 },
-      );
+      failsOnce(server.app.stores.refreshTokens, 'revokeSubject');
       const response = await request(server.url, 'PATCH', session.ownPath, {
         token: session.tokens.access_token,
         json: {
