@@ -81,10 +81,9 @@ async function reencode(
     .resize({ width: limits.side, height: limits.side, fit: 'inside', withoutEnlargement: true })
     .keepIccProfile();
   try {
-    const { data, info } = await ENCODERS[mediaType](image).toBuffer({ resolveWithObject: true });
-    // The loader libvips chose by the signature must be the one the signature named.
-    if (info.format !== FORMATS[mediaType]) throw new UnsupportedImage();
-    return data;
+    // The loader libvips chose (reading the header only) must be the one the signature named.
+    if ((await image.metadata()).format !== FORMATS[mediaType]) throw new UnsupportedImage();
+    return await ENCODERS[mediaType](image).toBuffer();
   } catch (error) {
     if (error instanceof Problem) throw error;
     const message = error instanceof Error ? error.message : '';
