@@ -10,7 +10,8 @@ COPY package.json package-lock.json ./
 # lacks the other platforms'), and npm ci refuses a lock that misses any optional package of
 # a dependency; the image never lints, so Biome is dropped from package.json here first.
 # No install scripts: the only one is the optional `node` package's, which fetches the Node.js
-# the project pins for machines without it; this image has its own.
+# the project pins for machines without it; this image has its own. sharp needs none: its
+# libvips binaries are optional @img/* packages, npm picking the platform's (glibc, x64/arm64).
 RUN npm pkg delete 'devDependencies[@biomejs/biome]' \
  && npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json ./

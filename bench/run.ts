@@ -12,7 +12,9 @@
  * and on that peer; reads across the three setups of the service, and refresh grants on them
  * and behind Sentinels with a replica acknowledging every rotation, each setup's refresh grant
  * beside its `client_credentials` grant on as many connections; and the Redis memory that
- * refresh-token sessions hold (on a Redis of its own), within the retry window and after it.
+ * refresh-token sessions hold (on a Redis of its own), within the retry window and after it;
+ * the account listings (bench/search.ts), and avatar uploads: one's cost, and `GET /` beside 20
+ * concurrent 1 MB uploads (bench/avatars.ts).
  *
  * Every row that loads a server also gives the server's CPU time (user + system of all its
  * processes, from /proc) per request answered 2xx: on a token row, the CPU one token costs.
@@ -40,6 +42,7 @@ import {
 } from '../test/support/backends.ts';
 import { decodeJwtPart, FRONTEND_CLIENT, SEEDED_USER } from '../test/support/http.ts';
 import type { ServiceProcess } from '../test/support/processes.ts';
+import { measureAvatars } from './avatars.ts';
 import { childrenNamed, cpuDuring, type ProcessGroups, processTree } from './cpu.ts';
 import {
   CLIENT_CREDENTIALS_CONNECTIONS,
@@ -641,6 +644,8 @@ async function main(): Promise<void> {
   if (real) await reportSessionMemory(real.mongoUrl);
   // The account listings over 100,000 users, on memory and FerretDB (bench/search.ts).
   rows.push(...(await measureListings()));
+  // An avatar upload's cost, and GET / beside 20 concurrent 1 MB uploads (bench/avatars.ts).
+  rows.push(...(await measureAvatars()));
   printTable(cpu, Math.round((Date.now() - started) / 1000), loadBefore);
 }
 

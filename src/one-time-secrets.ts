@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { isCanonicalBase64url } from './base64url.ts';
 
 /**
  * Secrets handed out to be presented once: the hashes of activation and reset links, the
@@ -7,7 +8,7 @@ import { createHash, randomBytes } from 'node:crypto';
  * that works.
  */
 export function newOneTimeSecret(): { secret: string; digest: string } {
-  const secret = randomBytes(32).toString('base64url');
+  const secret = randomBytes(SECRET_BYTES).toString('base64url');
   return { secret, digest: digestOneTimeSecret(secret) };
 }
 
@@ -15,7 +16,12 @@ export function digestOneTimeSecret(secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest('hex');
 }
 
-/** Whether a presented value can be such a secret at all; anything else is refused without a lookup. */
+/**
+ * Whether a presented value can be such a secret at all, spelt as it was handed out; anything
+ * else is refused without a lookup.
+ */
 export function isOneTimeSecretShaped(value: string): boolean {
-  return /^[A-Za-z0-9_-]{43}$/.test(value);
+  return isCanonicalBase64url(value, SECRET_BYTES);
 }
+
+const SECRET_BYTES = 32;

@@ -110,7 +110,7 @@ export async function openAccountServices(config: Config, options: OpenOptions =
     avatars: createAvatars({
       users: stores.users,
       avatars: stores.avatars,
-      limits: { bytes: config.avatarSizeLimit, pixels: AVATAR_PIXEL_LIMIT },
+      limits: { bytes: config.avatarSizeLimit, pixels: AVATAR_PIXEL_LIMIT, side: config.avatarMaxSide },
     }),
     oauthClients: createClientManagement({ clients: stores.clients, ruleLock }),
     /** Closes the stores, the hashing threads and the mail transport; each holds the process open. */

@@ -1,8 +1,7 @@
 import { Forbidden, NotFound } from '../errors.ts';
 import { type Actor, type Role, requirePermission } from '../identity.ts';
 import { isUuid } from '../ids.ts';
-import { type AvatarLimits, recogniseAvatar } from './avatar-image.ts';
-import { withoutMetadata } from './avatar-metadata.ts';
+import { type AvatarLimits, createAvatarEncoder } from './avatar-image.ts';
 import {
   type Avatar,
   type AvatarGeneration,
@@ -87,6 +86,7 @@ export function createAvatars(deps: {
   now?: () => Date;
 }) {
   const { users, avatars, limits } = deps;
+  const encode = createAvatarEncoder(limits);
   const now = deps.now ?? (() => new Date());
   const noSuchUser = () => new NotFound('No such user');
   const flag = (account: Account, generation: AvatarGeneration, hasAvatar: boolean, touched: boolean) =>
@@ -148,15 +148,10 @@ export function createAvatars(deps: {
      */
     async replace(actor: Actor, owner: AvatarOwner, upload: () => Promise<Uint8Array>): Promise<void> {
       const account = await changedAccount(actor, owner);
-      const bytes = await upload();
-      const { mediaType } = recogniseAvatar(bytes, limits);
+      // Published to whoever may read it: its pixels, never where or with what it was taken.
+      const avatar = await encode(await upload());
       const generation = nextAvatarGeneration(now());
-      // Published to whoever may read it: never where or with what it was taken.
-      const stored = await avatars.put(
-        account.id,
-        { mediaType, bytes: withoutMetadata(bytes, mediaType) },
-        generation,
-      );
+      const stored = await avatars.put(account.id, avatar, generation);
       if (!stored) return overtaken(account);
       const written = await flag(account, generation, true, true);
       if (written && written.status !== 'deleted') return;

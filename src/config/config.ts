@@ -50,6 +50,8 @@ export interface Config {
   bodyLimit: number;
   /** Largest avatar image, bytes. */
   avatarSizeLimit: number;
+  /** Longest side of a stored avatar, pixels. */
+  avatarMaxSide: number;
   cors: { origins: readonly string[] | '*'; maxAge: number };
   mail: {
     /** Sender of every message. */

@@ -97,6 +97,7 @@ export function loadConfig(env: Env, packageInfo: PackageInfo): Config {
     bcryptCost: settings.BCRYPT_COST,
     bodyLimit: settings.BODY_LIMIT,
     avatarSizeLimit: settings.AVATAR_SIZE_LIMIT,
+    avatarMaxSide: settings.AVATAR_MAX_SIDE,
     mail: {
       from: settings.MAIL_FROM ?? `${description.appName} <no-reply@${new URL(description.appUrl).hostname}>`,
       activationTtl: settings.ACTIVATION_TTL,

@@ -261,6 +261,16 @@ export const SETTINGS = {
       'is at most 15mb.',
     value: byteSize(15 * 1024 * 1024),
   },
+  AVATAR_MAX_SIDE: {
+    section: 'accounts',
+    meaning: 'Longest side, in pixels, of a stored avatar; a larger upload is scaled down to it.',
+    default: '512',
+    notes:
+      'Every upload is decoded and encoded again in its own format (turned upright, its metadata ' +
+      'removed); one within this size on both sides keeps its size, a larger one is fitted within it, ' +
+      'its proportions kept. At most 4096 (the most pixels a side an upload may have).',
+    value: integer(16, 4096),
+  },
   BODY_LIMIT: {
     section: 'http',
     meaning: 'Largest accepted request body; a larger one is refused with 413.',

@@ -5,14 +5,21 @@ import { BadRequest, PayloadTooLarge, RequestAborted, UnsupportedMediaType } fro
 export type ParsedBody = Record<string, unknown> | unknown[] | string | number | boolean | null | undefined;
 
 /**
- * Reads the request body within `limit` bytes and parses JSON (`application/json`,
- * `application/*+json`) or `application/x-www-form-urlencoded`, or only those of `accepted`
- * when given. No body gives `undefined`.
+ * What a route takes unless it lists its media types: JSON alone. A form body (or any other
+ * type a page may post cross-origin without a CORS preflight) would let any web page drive the
+ * route from its visitors' browsers.
+ */
+export const JSON_ONLY: readonly string[] = ['application/json'];
+
+/**
+ * Reads the request body within `limit` bytes and parses it if its media type is one of
+ * `accepted` (`application/json` standing for `application/*+json` too): JSON, or
+ * `application/x-www-form-urlencoded`. Any other type is 415. No body gives `undefined`.
  */
 export async function parseBody(
   req: IncomingMessage,
   limit: number,
-  accepted?: readonly string[],
+  accepted: readonly string[] = JSON_ONLY,
 ): Promise<ParsedBody> {
   const declared = req.headers['content-length'];
   if (declared === undefined && req.headers['transfer-encoding'] === undefined) return undefined;
@@ -20,10 +27,10 @@ export async function parseBody(
   const raw = await readWithin(req, limit);
   if (raw.length === 0) return undefined;
   const mediaType = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
-  if (accepted && !accepted.includes(mediaType)) throw new UnsupportedMediaType(mediaType || '(none)');
-  if (mediaType === 'application/json' || /^application\/[\w.-]+\+json$/.test(mediaType))
-    return parseJson(raw);
-  if (mediaType === 'application/x-www-form-urlencoded') return parseForm(raw);
+  const isJson = mediaType === 'application/json' || /^application\/[\w.-]+\+json$/.test(mediaType);
+  if (isJson && accepted.includes('application/json')) return parseJson(raw);
+  if (mediaType === 'application/x-www-form-urlencoded' && accepted.includes(mediaType))
+    return parseForm(raw);
   throw new UnsupportedMediaType(mediaType || '(none)');
 }
 

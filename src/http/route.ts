@@ -89,7 +89,7 @@ export interface Route<S extends TSchema | undefined = TSchema | undefined> {
   body?: S;
   /**
    * The media types the body may come in; any other is refused with 415. Unless said
-   * otherwise, whatever the body parser reads (JSON or a form), documented as JSON.
+   * otherwise, JSON only (`application/json` and `application/*+json`).
    */
   bodyMediaTypes?: readonly string[];
   /**

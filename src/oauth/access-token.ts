@@ -1,6 +1,7 @@
 import { constants, type KeyObject, randomUUID, sign } from 'node:crypto';
 import { errors, jwtVerify } from 'jose';
 import type { AccountKind } from '../accounts/model.ts';
+import { isCanonicalBase64url } from '../base64url.ts';
 import { InvalidToken } from '../errors.ts';
 
 /** How many verified access tokens a process remembers (about 1 KB each). */
@@ -124,6 +125,8 @@ export function createAccessTokenService(options: {
       verified.delete(key);
       throw new InvalidToken(Date.now() < known.expiresAtMs ? UNKNOWN_KEY : 'Token has expired');
     }
+    // jose decodes leniently: the unused bits of a part's last character would make one token many.
+    if (!token.split('.').every((part) => isCanonicalBase64url(part))) throw new InvalidToken(MALFORMED);
     let payload: Record<string, unknown>;
     let kid = '';
     try {
@@ -180,6 +183,7 @@ export function createAccessTokenService(options: {
 }
 
 const UNKNOWN_KEY = 'Token signing key is not trusted';
+const MALFORMED = 'Token is malformed';
 /** Enough of a signature's base64url (6 bits a character) that two tokens never share it by chance. */
 const CACHE_KEY_LENGTH = 32;
 
@@ -217,5 +221,5 @@ function reasonFor(error: unknown): string {
   if (error instanceof errors.JWSSignatureVerificationFailed) return 'Token signature is invalid';
   if (error instanceof errors.JOSEAlgNotAllowed) return 'Token algorithm is not allowed';
   if (error instanceof errors.JWTClaimValidationFailed) return `Token ${error.claim} claim is invalid`;
-  return 'Token is malformed';
+  return MALFORMED;
 }

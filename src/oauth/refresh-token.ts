@@ -6,6 +6,7 @@ import {
   type KeyObject,
   timingSafeEqual,
 } from 'node:crypto';
+import { isCanonicalBase64url } from '../base64url.ts';
 import { randomBase64url, randomBuffer } from '../random-pool.ts';
 import type { RefreshTokenMacKeys } from './key-ring.ts';
 import { MAX_REFRESH_TOKEN_RETRY_SECONDS, type RefreshTokenGrant, type RefreshTokenStore } from './model.ts';
@@ -20,11 +21,13 @@ import { MAX_REFRESH_TOKEN_RETRY_SECONDS, type RefreshTokenGrant, type RefreshTo
  * nobody without the key can forge an "older generation" to get a family revoked.
  */
 const TOKEN =
-  /^(?<body>(?<familyId>[\w-]{22})\.(?<generation>0|[1-9]\d{0,8})\.(?<keyId>[\w-]{1,16})\.[\w-]{43})\.(?<mac>[\w-]{22})$/;
+  /^(?<body>(?<familyId>[\w-]{22})\.(?<generation>0|[1-9]\d{0,8})\.(?<keyId>[\w-]{1,16})\.(?<secret>[\w-]{43}))\.(?<mac>[\w-]{22})$/;
 const MAC_BYTES = 16;
+const FAMILY_ID_BYTES = 16;
+const SECRET_BYTES = 32;
 
 export function newFamilyId(): string {
-  return randomBase64url(16);
+  return randomBase64url(FAMILY_ID_BYTES);
 }
 
 function macOf(body: string, key: KeyObject): string {
@@ -37,7 +40,7 @@ function mintRefreshToken(
   keys: RefreshTokenMacKeys,
 ): { token: string; mac: string } {
   const { id, key } = keys.current();
-  const body = `${familyId}.${generation}.${id}.${randomBase64url(32)}`;
+  const body = `${familyId}.${generation}.${id}.${randomBase64url(SECRET_BYTES)}`;
   const mac = macOf(body, key);
   return { token: `${body}.${mac}`, mac };
 }
@@ -52,7 +55,14 @@ async function verifyRefreshToken(
 ): Promise<PresentedRefreshToken | null> {
   const parts = TOKEN.exec(token)?.groups;
   if (!parts) return null;
-  const { body = '', familyId = '', generation = '', keyId = '', mac = '' } = parts;
+  const { body = '', familyId = '', generation = '', keyId = '', secret = '', mac = '' } = parts;
+  // One spelling each (RFC 4648 §3.5), as they were minted.
+  if (
+    !isCanonicalBase64url(familyId, FAMILY_ID_BYTES) ||
+    !isCanonicalBase64url(secret, SECRET_BYTES) ||
+    !isCanonicalBase64url(mac, MAC_BYTES)
+  )
+    return null;
   const key = await keys.find(keyId);
   if (!key || !timingSafeEqual(Buffer.from(macOf(body, key)), Buffer.from(mac))) return null;
   return { token, familyId, generation: Number(generation), mac };

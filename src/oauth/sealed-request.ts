@@ -1,4 +1,5 @@
 import { createHmac, type KeyObject, randomBytes, timingSafeEqual } from 'node:crypto';
+import { decodeCanonicalBase64url } from '../base64url.ts';
 import type { RefreshTokenMacKeys } from './key-ring.ts';
 
 /**
@@ -42,6 +43,7 @@ export const MAX_SEALED_LENGTH = 16_000;
  * `<key id>.<base64url JSON>.<base64url HMAC-SHA256>`; bounded, so a forged one costs little
  * to refuse.
  */
+const MAC_BYTES = 32;
 const SEAL = new RegExp(`^[A-Za-z0-9_-]{1,64}\\.[A-Za-z0-9_-]{1,${MAX_SEALED_LENGTH}}\\.[A-Za-z0-9_-]{43}$`);
 
 export interface RequestSealer {
@@ -77,11 +79,14 @@ export function createRequestSealer(options: {
       const [id = '', payload = '', tag = ''] = value.split('.');
       const key = await options.keys.find(id);
       if (!key) return null;
-      const presented = Buffer.from(tag, 'base64url');
+      // One spelling of each (RFC 4648 §3.5), as seal() wrote them, so one seal is one value.
+      const presented = decodeCanonicalBase64url(tag, MAC_BYTES);
+      const json = decodeCanonicalBase64url(payload);
+      if (!presented || !json) return null;
       const expected = mac(key, `${id}.${payload}`);
-      if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) return null;
+      if (!timingSafeEqual(presented, expected)) return null;
       // Authentic, so written by seal(): its shape is known.
-      const sealed = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as SealedRequest;
+      const sealed = JSON.parse(json.toString('utf8')) as SealedRequest;
       return sealed.expiresAt > now() ? sealed : null;
     },
   };

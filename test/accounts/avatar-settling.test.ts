@@ -46,7 +46,7 @@ for (const watched of ['upload', 'removal'] as const)
     const avatars = createAvatars({
       users,
       avatars: avatarStore,
-      limits: { bytes: 1 << 20, pixels: 1 << 20 },
+      limits: { bytes: 1 << 20, pixels: 1 << 20, side: 512 },
     });
     const actor: Actor = { role: 'user', account };
     const upload = (n: number) => avatars.replace(actor, 'own', async () => png(1 + (n % 3), 1));

@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type BrowserContext, chromium } from 'playwright-core';
+import sharp from 'sharp';
 import { storeAccount, userLogin } from '../accounts/fixtures.ts';
 import { request } from '../support/http.ts';
 import { JPEG, png, WEBP_LOSSLESS, WEBP_LOSSY } from '../support/images.ts';
@@ -156,7 +157,10 @@ describe('uploading an avatar from a browser form', { skip }, () => {
     const stored = await fetch(`${service.url}/users/my-account/avatar`, {
       headers: { Authorization: `Bearer ${token}` },
     });
-    assert.deepEqual(Buffer.from(await stored.arrayBuffer()), image, 'what the form sent, byte for byte');
+    const [served, sent] = await Promise.all(
+      [Buffer.from(await stored.arrayBuffer()), image].map((bytes) => sharp(bytes).raw().toBuffer()),
+    );
+    assert.deepEqual(served, sent, 'the pixels the form sent, encoded again');
 
     const shots = join(tmpdir(), 'token-service-screenshots');
     await mkdir(shots, { recursive: true });
@@ -184,6 +188,23 @@ describe('uploading an avatar from a browser form', { skip }, () => {
       assert.equal(width, 2, `${type}: Chromium decoded it`);
       await page.close();
     }
+  });
+
+  test('a phone photo, taken with the phone held upright, is shown upright and scaled down', async () => {
+    // As the sensor saw it, 1024 × 512, orange on the left; Exif orientation 6 turns it upright.
+    const photo = await sharp({ create: { width: 1024, height: 512, channels: 3, background: '#2457c5' } })
+      .composite([{ input: { create: { width: 512, height: 512, channels: 3, background: '#e86a17' } } }])
+      .jpeg()
+      .withMetadata({ orientation: 6 })
+      .toBuffer();
+    const page = await upload({ name: 'IMG_0001.jpg', mimeType: 'image/jpeg', buffer: photo });
+    assert.equal(await page.getByRole('status').textContent(), 'Saved (image/jpeg)');
+    const shown = await page.getByRole('img', { name: 'Your avatar' }).evaluate((element) => {
+      const img = element as unknown as DecodedImage;
+      return { width: img.naturalWidth, height: img.naturalHeight };
+    });
+    assert.deepEqual(shown, { width: 256, height: 512 }, 'upright, within AVATAR_MAX_SIDE');
+    await page.close();
   });
 
   test('a file that is no image is refused, and the page says why', async () => {

@@ -153,3 +153,96 @@ export function webpExtended(flags: number, before: readonly Buffer[], after: re
   header.writeUInt32LE(body.length, 4);
   return Buffer.concat([header, body]);
 }
+
+/**
+ * A PNG that declares width × height twice: first inside a leading `CgBI` chunk (Apple's
+ * variant of PNG), whose bytes spell a 1 × 1 IHDR where a reader of that variant looks for
+ * one, then in the real IHDR after it. A service that measures one header and keeps the other
+ * stores the large one.
+ */
+export function pngBehindCgbi(width: number, height: number): Buffer {
+  const fake = Buffer.concat([Buffer.alloc(8), pngChunk('IHDR', ihdr(1, 1))]);
+  return Buffer.concat([
+    PNG_SIGNATURE,
+    pngChunk('CgBI', fake),
+    pngChunk('IHDR', ihdr(width, height)),
+    pngChunk('IDAT', deflateSync(Buffer.alloc(64))),
+    pngChunk('IEND'),
+  ]);
+}
+
+/**
+ * The JPEG above with one fill byte (0xFF, ITU T.81 B.1.1.2: any marker may be preceded by
+ * them) before its frame header (SOF0), which declares width × height.
+ */
+export function jpegWithFillByte(width = 2, height = 2): Buffer {
+  const declaring = jpegDeclaring(width, height);
+  const frame = declaring.indexOf(Buffer.of(0xff, 0xc0));
+  return Buffer.concat([declaring.subarray(0, frame), Buffer.of(0xff), declaring.subarray(frame)]);
+}
+
+/**
+ * `jpegWithFillByte(width, height)`, then, after its end (EOI), 64 KiB of zeros and a frame
+ * header (SOF0) of a 1 × 1 greyscale image: where a reader that takes the fill byte for a
+ * segment of its own, and then scans the bytes for a marker, lands on a header.
+ */
+export function jpegBehindFillByte(width: number, height: number): Buffer {
+  const fakeFrame = jpegSegment(0xc0, Buffer.of(8, 0, 1, 0, 1, 1, 1, 0x11, 0));
+  return Buffer.concat([jpegWithFillByte(width, height), Buffer.alloc(65536), Buffer.of(2), fakeFrame]);
+}
+
+/**
+ * The lossless WebP above with the dimensions of its bitstream header (VP8L, 14 bits each, so
+ * up to 16384) changed.
+ */
+export function webpLosslessDeclaring(width: number, height: number): Buffer {
+  const copy = Buffer.from(WEBP_LOSSLESS);
+  const header = copy.indexOf(Buffer.from('VP8L', 'ascii')) + 8;
+  assertSignature(copy[header] === 0x2f);
+  const bits = copy.readUInt32LE(header + 1);
+  const dimensions = ((width - 1) & 0x3fff) | (((height - 1) & 0x3fff) << 14);
+  copy.writeUInt32LE(((bits & ~0x0fffffff) | dimensions) >>> 0, header + 1);
+  return copy;
+}
+
+/** The lossy WebP above with the dimensions of its key frame header (VP8, 14 bits each) changed. */
+export function webpLossyDeclaring(width: number, height: number): Buffer {
+  const copy = Buffer.from(WEBP_LOSSY);
+  const frame = copy.indexOf(Buffer.of(0x9d, 0x01, 0x2a)) + 3;
+  copy.writeUInt16LE(width & 0x3fff, frame);
+  copy.writeUInt16LE(height & 0x3fff, frame + 2);
+  return copy;
+}
+
+function assertSignature(ok: boolean): void {
+  if (!ok) throw new Error('not the image this helper patches');
+}
+
+/** VP8X flag: an animation (ANIM and ANMF chunks). */
+export const VP8X_ANIMATION = 0x02;
+
+/**
+ * An animated WebP of one 2 × 2 frame (the lossy bitstream above) whose frame (ANMF) carries
+ * `inside` among its sub-chunks after the bitstream, where the container specification allows
+ * unknown chunks.
+ */
+export function webpAnimated(inside: readonly Buffer[], flags = 0): Buffer {
+  const vp8x = Buffer.alloc(10);
+  vp8x[0] = VP8X_ANIMATION | flags;
+  vp8x.writeUIntLE(2 - 1, 4, 3);
+  vp8x.writeUIntLE(2 - 1, 7, 3);
+  const anim = Buffer.alloc(6);
+  const frame = Buffer.alloc(16);
+  frame.writeUIntLE(2 - 1, 6, 3);
+  frame.writeUIntLE(2 - 1, 9, 3);
+  frame.writeUIntLE(100, 12, 3);
+  const body = Buffer.concat([
+    Buffer.from('WEBP', 'ascii'),
+    riffChunk('VP8X', vp8x),
+    riffChunk('ANIM', anim),
+    riffChunk('ANMF', Buffer.concat([frame, WEBP_LOSSY.subarray(12), ...inside])),
+  ]);
+  const header = Buffer.from('RIFF\0\0\0\0', 'ascii');
+  header.writeUInt32LE(body.length, 4);
+  return Buffer.concat([header, body]);
+}

@@ -32,7 +32,9 @@ const DOCUMENTED_IMAGE_HEADERS: Readonly<Record<string, HeaderSpec>> = {
 };
 
 const IMAGE = Type.String({
-  description: 'The image as it was uploaded, but for its metadata (Exif, XMP, text chunks, comments)',
+  description:
+    'The uploaded image decoded and encoded again in its format: upright, at most AVATAR_MAX_SIDE pixels ' +
+    'a side, its colour profile kept and no other metadata',
 });
 
 /** The upload's media types: a form with the file in `avatar`, or the image itself. */
@@ -99,6 +101,7 @@ function avatarRoutes(options: {
       upload: UPLOAD,
       responses: {
         204: { description: 'Stored; the account links it as `_links.avatar`' },
+        // 503 also when too many uploads are being decoded at once.
         ...problems(400, 401, 403, ...unknownTarget, 413, 415, 503),
       },
       async handler(context, { avatars }) {
