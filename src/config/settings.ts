@@ -37,7 +37,11 @@ export const SETTINGS = {
   HOST: {
     section: 'service',
     meaning: 'Address the HTTP workers listen on.',
-    default: '0.0.0.0',
+    default: '127.0.0.1',
+    notes:
+      'Only this machine reaches the service unless it is set: the Dockerfile and the compose ' +
+      'files set `0.0.0.0`, and a proxy on another host needs it too.',
+    example: '0.0.0.0',
     value: text('an IP address or host name'),
   },
   WORKERS: {
@@ -81,8 +85,10 @@ export const SETTINGS = {
   },
   NODE_ENV: {
     section: 'service',
-    meaning: 'Set to `production`, every start warns about each publicly known seed secret still in place.',
-    unset: 'no warnings',
+    meaning:
+      'Set to `production`, every start names in one log entry what a production deployment should ' +
+      'not have (the list of `config:check`).',
+    unset: 'no such entry',
     example: 'production',
     envFile: 'set',
     value: text('any text; only `production` has an effect'),
