@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type Backend, onPath, startRedis, startSentinel } from '../support/backends.ts';
+import { eventually } from '../support/eventually.ts';
 import { connectTestRedis } from '../support/redis.ts';
 
 const PASSWORD = 'test0password';
@@ -19,10 +20,11 @@ for (const sentinelsRequire of [true, false]) {
     skip,
   }, () => {
     const servers: Backend[] = [];
+    let primary: Backend;
     let sentinelHosts = '';
 
     before(async () => {
-      const primary = await startRedis(['--requirepass', PASSWORD, '--masterauth', PASSWORD]);
+      primary = await startRedis(['--requirepass', PASSWORD, '--masterauth', PASSWORD]);
       servers.push(primary);
       const primaryPort = Number(new URL(primary.url).port);
       servers.push(
@@ -40,7 +42,7 @@ for (const sentinelsRequire of [true, false]) {
         [1, 2, 3].map(() =>
           startSentinel(MASTER, primaryPort, [
             `sentinel auth-pass ${MASTER} ${PASSWORD}`,
-            `requirepass ${PASSWORD}`,
+            ...(sentinelsRequire ? [`requirepass ${PASSWORD}`] : []),
           ]),
         ),
       );
@@ -56,6 +58,36 @@ for (const sentinelsRequire of [true, false]) {
       try {
         await client.set('password-test', 'written');
         assert.equal(await client.get('password-test'), 'written');
+      } finally {
+        await close();
+      }
+    });
+
+    test('with the primary gone, the Sentinels agree, promote the replica, and the URL reaches it', async () => {
+      const { client, close } = await connectTestRedis(
+        `redis+sentinel://:${PASSWORD}@${sentinelHosts}/${MASTER}`,
+      );
+      try {
+        await client.set('before-failover', 'kept');
+        // The replica, authenticating with masterauth, has it before the primary goes.
+        await eventually(
+          async () => Number(await client.call('WAIT', '1', '500')) >= 1,
+          'the replica confirms the write',
+          20_000,
+        );
+        primary.signal('SIGKILL');
+        await eventually(
+          async () => {
+            try {
+              return (await client.set('after-failover', 'written')) === 'OK';
+            } catch {
+              return false;
+            }
+          },
+          'a write through the URL after the failover',
+          30_000,
+        );
+        assert.equal(await client.get('before-failover'), 'kept');
       } finally {
         await close();
       }
