@@ -25,12 +25,21 @@ import { onPath } from '../support/backends.ts';
 import {
   type ComposeProject,
   type ComposeService,
+  checkCompose,
   composeCheckSkipped,
   loadCompose,
+  OPERATOR_ENV,
 } from '../support/compose.ts';
 import { REPO_ROOT } from '../support/processes.ts';
 
 const COMPOSE_FILES = ['docker-compose.yml', 'docker-compose.ha.yml'] as const;
+/** test/deploy/operator-credentials.env, which the Compose files are loaded with. */
+const CREDENTIALS = {
+  redisPassword: 'test0redis0password',
+  mongodbUser: 'tokenservice',
+  mongodbPassword: 'test0mongodb0password',
+  replicaSetKey: 'test0replica0set0key',
+};
 const dockerfile = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8');
 
 /** The shell commands of the RUN instructions that install packages, continuation lines joined. */
@@ -70,6 +79,14 @@ function loadBoth() {
   compose ??= loadCompose('docker-compose.yml');
   ha ??= loadCompose('docker-compose.ha.yml');
 }
+/** Every Redis data node of both files. */
+const REDIS_SERVERS = () =>
+  [
+    [compose, 'redis'],
+    [ha, 'redis-1'],
+    [ha, 'redis-2'],
+    [ha, 'redis-3'],
+  ] as const;
 
 describe('docker-compose.yml', { skip: composeCheckSkipped }, () => {
   before(loadBoth);
@@ -101,6 +118,11 @@ describe('docker-compose.yml', { skip: composeCheckSkipped }, () => {
     ]);
   });
 
+  test('the app listens on every address of its container, as the image says: HOST 0.0.0.0', () => {
+    for (const file of [compose, ha]) assert.equal(environment(service('app', file)).HOST, '0.0.0.0');
+    assert.match(dockerfile, /\bHOST=0\.0\.0\.0\b/);
+  });
+
   test('every app container mounts the shared keys and log volumes where the app looks for them', () => {
     const app = service('app', compose);
     const env = environment(app);
@@ -114,8 +136,12 @@ describe('docker-compose.yml', { skip: composeCheckSkipped }, () => {
   test('the app uses the compose MongoDB and Redis and publishes no host port (so it scales)', () => {
     const app = service('app', compose);
     const env = environment(app);
-    assert.match(env.MONGODB_URL ?? '', /^mongodb:\/\/mongo:27017\//);
-    assert.match(env.REDIS_URL ?? '', /^redis:\/\/redis:6379/);
+    const { mongodbUser, mongodbPassword, redisPassword } = CREDENTIALS;
+    assert.equal(
+      env.MONGODB_URL,
+      `mongodb://${mongodbUser}:${mongodbPassword}@mongo:27017/tokenservice?authSource=admin`,
+    );
+    assert.equal(env.REDIS_URL, `redis://:${redisPassword}@redis:6379`);
     assert.equal(app.ports, undefined);
     assert.equal(
       app.profiles,
@@ -134,15 +160,35 @@ describe('docker-compose.yml', { skip: composeCheckSkipped }, () => {
     assert.match(commandLine(redis), /--appendonly yes/);
   });
 
-  test('Redis never evicts a refresh token: a memory limit with the noeviction policy', () => {
-    for (const [file, name] of [
-      [compose, 'redis'],
-      [ha, 'redis-1'],
-      [ha, 'redis-2'],
-    ] as const) {
-      const command = commandLine(service(name, file));
-      assert.match(command, /--maxmemory 256mb\b/, name);
+  test("Redis never evicts a refresh token: noeviction, and maxmemory half the container's memory", () => {
+    for (const [file, name] of REDIS_SERVERS()) {
+      const svc = service(name, file);
+      const command = commandLine(svc);
+      assert.match(command, /--maxmemory "\$\(\(REDIS_MEMORY_MB \/ 2\)\)mb"/, name);
       assert.match(command, /--maxmemory-policy noeviction\b/, name);
+      assert.equal(environment(svc).REDIS_MEMORY_MB, '512', name);
+      assert.equal(svc.deploy?.resources?.limits?.memory, String(512 * 1024 ** 2), name);
+    }
+  });
+
+  test("Redis and MongoDB require the credentials of .env, and the app's URLs carry them", () => {
+    for (const [file, name] of REDIS_SERVERS()) {
+      const svc = service(name, file);
+      assert.equal(environment(svc).REDIS_PASSWORD, CREDENTIALS.redisPassword, name);
+      assert.match(commandLine(svc), /--requirepass "\$REDIS_PASSWORD"/, name);
+      assert.match(
+        (svc.healthcheck?.test ?? []).join(' '),
+        /REDISCLI_AUTH="\$REDIS_PASSWORD" redis-cli ping/,
+        `${name}'s healthcheck authenticates`,
+      );
+    }
+    for (const [file, name] of [
+      [compose, 'mongo'],
+      ...['m1', 'm2', 'm3'].map((m) => [ha, m] as const),
+    ] as const) {
+      const env = environment(service(name, file));
+      assert.equal(env.MONGO_INITDB_ROOT_USERNAME, CREDENTIALS.mongodbUser, name);
+      assert.equal(env.MONGO_INITDB_ROOT_PASSWORD, CREDENTIALS.mongodbPassword, name);
     }
   });
 
@@ -229,15 +275,15 @@ describe('the settings docker compose reads from .env reach what they are docume
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   for (const file of COMPOSE_FILES) {
-    test(`${file}: APP_CPUS, APP_MEMORY, BODY_LIMIT, AVATAR_SIZE_LIMIT, REDIS_MAXMEMORY and NGINX_SERVER_NAME`, () => {
+    test(`${file}: APP_CPUS, APP_MEMORY, BODY_LIMIT, AVATAR_SIZE_LIMIT, REDIS_MEMORY_MB, NGINX_SERVER_NAME, HTTP_PORT and HTTPS_PORT`, () => {
       // As an operator's .env: .env.example with their own values after it.
       const operatorEnv = join(dir, 'operator.env');
       writeFileSync(
         operatorEnv,
-        'APP_CPUS=3\nAPP_MEMORY=2g\nBODY_LIMIT=5mb\nAVATAR_SIZE_LIMIT=2mb\nREDIS_MAXMEMORY=300mb\n' +
-          'NGINX_SERVER_NAME=auth.example.com\n',
+        'APP_CPUS=3\nAPP_MEMORY=2g\nBODY_LIMIT=5mb\nAVATAR_SIZE_LIMIT=2mb\nREDIS_MEMORY_MB=600\n' +
+          'NGINX_SERVER_NAME=auth.example.com\nHTTP_PORT=8080\nHTTPS_PORT=8443\n',
       );
-      const project = loadCompose(file, ['.env.example', operatorEnv]);
+      const project = loadCompose(file, [...OPERATOR_ENV, operatorEnv]);
       const app = service('app', project);
       assert.equal(app.deploy?.resources?.limits?.cpus, 3);
       assert.equal(environment(app).WORKERS, '3', 'one worker per CPU of the limit');
@@ -248,12 +294,17 @@ describe('the settings docker compose reads from .env reach what they are docume
       assert.equal(environment(app).AVATAR_SIZE_LIMIT, '2mb');
       assert.equal(nginx.AVATAR_SIZE_LIMIT, '2mb');
       assert.equal(nginx.NGINX_SERVER_NAME, 'auth.example.com');
+      const published = (service('nginx', project).ports ?? []).map(
+        ({ published, target }) => `${published}:${target}`,
+      );
+      assert.deepEqual(published.sort(), ['8080:80', '8443:443']);
       const redisServers = Object.entries(project.services).filter(([, svc]) =>
-        commandLine(svc).startsWith('redis-server '),
+        commandLine(svc).includes('exec redis-server '),
       );
       assert.ok(redisServers.length > 0);
       for (const [name, svc] of redisServers) {
-        assert.match(commandLine(svc), /--maxmemory 300mb\b/, name);
+        assert.equal(environment(svc).REDIS_MEMORY_MB, '600', name);
+        assert.equal(svc.deploy?.resources?.limits?.memory, String(600 * 1024 ** 2), name);
       }
     });
   }
@@ -267,7 +318,7 @@ describe('docker-compose.ha.yml', { skip: composeCheckSkipped }, () => {
   const members = ['m1', 'm2', 'm3'];
   const sentinels = ['s1', 's2', 's3'];
 
-  test('defines the app and nginx, three MongoDB members with their init job, two Redis servers and three sentinels', () => {
+  test('defines the app and nginx, three MongoDB members with their init job, three Redis servers and three sentinels', () => {
     assert.deepEqual(Object.keys(ha.services).sort(), [
       'app',
       'm1',
@@ -277,6 +328,7 @@ describe('docker-compose.ha.yml', { skip: composeCheckSkipped }, () => {
       'nginx',
       'redis-1',
       'redis-2',
+      'redis-3',
       's1',
       's2',
       's3',
@@ -285,8 +337,12 @@ describe('docker-compose.ha.yml', { skip: composeCheckSkipped }, () => {
 
   test('the app finds the replica set by its seed list and Redis through the sentinels', () => {
     const env = environment(service('app', ha));
-    assert.equal(env.MONGODB_URL, 'mongodb://m1:27017,m2:27017,m3:27017/tokenservice?replicaSet=rs0');
-    assert.equal(env.REDIS_URL, 'redis+sentinel://s1:26379,s2:26379,s3:26379/tokenservice');
+    const { mongodbUser, mongodbPassword, redisPassword } = CREDENTIALS;
+    assert.equal(
+      env.MONGODB_URL,
+      `mongodb://${mongodbUser}:${mongodbPassword}@m1:27017,m2:27017,m3:27017/tokenservice?replicaSet=rs0&authSource=admin`,
+    );
+    assert.equal(env.REDIS_URL, `redis+sentinel://:${redisPassword}@s1:26379,s2:26379,s3:26379/tokenservice`);
   });
 
   test('the app and nginx are those of docker-compose.yml but for their backends', () => {
@@ -305,7 +361,12 @@ describe('docker-compose.ha.yml', { skip: composeCheckSkipped }, () => {
     for (const name of members) {
       const member = service(name, ha);
       assert.match(member.image ?? '', /^mongo:\d/);
-      assert.equal(commandLine(member), 'mongod --replSet rs0 --bind_ip_all');
+      assert.match(
+        commandLine(member),
+        /&& exec docker-entrypoint\.sh mongod --replSet rs0 --keyFile \/tmp\/replica-set\.key --bind_ip_all$/,
+      );
+      assert.match(commandLine(member), /printf %s "\$MONGODB_REPLICA_SET_KEY" > \/tmp\/replica-set\.key/);
+      assert.equal(environment(member).MONGODB_REPLICA_SET_KEY, CREDENTIALS.replicaSetKey);
       assert.equal(mountsByTarget(member).get('/data/db'), `${name}-data`);
     }
     const init = service('mongo-init', ha);
@@ -314,17 +375,24 @@ describe('docker-compose.ha.yml', { skip: composeCheckSkipped }, () => {
     const script = init.volumes?.find(({ source }) => source === inRepo('ops/mongo/init-replica-set.js'));
     assert.ok(script && commandLine(init).endsWith(script.target));
     assert.match(commandLine(init), /mongodb:\/\/m1:27017\/\?directConnection=true/);
+    assert.match(
+      commandLine(init),
+      /--username "\$MONGODB_USERNAME" --password "\$MONGODB_PASSWORD" --authenticationDatabase admin/,
+    );
     assert.match(initScript, /\['m1:27017', 'm2:27017', 'm3:27017'\]/);
     assert.match(initScript, /rs\.initiate\(\{ _id: 'rs0', members \}\)/);
     assert.equal(service('app', ha).depends_on?.['mongo-init']?.condition, 'service_completed_successfully');
   });
 
-  test('redis-2 replicates redis-1; three sentinels watch it under the master name of REDIS_URL, quorum 2', () => {
-    assert.match(commandLine(service('redis-2', ha)), /--replicaof redis-1 6379\b/);
+  test('redis-2 and redis-3 replicate redis-1; three sentinels wait for all three and watch them under the master name of REDIS_URL, quorum 2', () => {
+    for (const name of ['redis-2', 'redis-3'])
+      assert.match(commandLine(service(name, ha)), /--replicaof redis-1 6379'?$/, name);
     assert.doesNotMatch(commandLine(service('redis-1', ha)), /--replicaof/);
-    for (const name of ['redis-1', 'redis-2']) {
+    for (const name of ['redis-1', 'redis-2', 'redis-3']) {
       assert.match(commandLine(service(name, ha)), new RegExp(`--replica-announce-ip ${name}\\b`));
       assert.match(commandLine(service(name, ha)), /--appendonly yes/);
+      // Any of them may be a replica after a failover.
+      assert.match(commandLine(service(name, ha)), /--masterauth "\$REDIS_PASSWORD"/, name);
     }
     const master = (environment(service('app', ha)).REDIS_URL ?? '').split('/').at(-1);
     assert.match(sentinelConf, new RegExp(`^sentinel monitor ${master} redis-1 6379 2$`, 'm'));
@@ -335,8 +403,14 @@ describe('docker-compose.ha.yml', { skip: composeCheckSkipped }, () => {
       const sentinel = service(name, ha);
       assert.match(
         commandLine(sentinel),
-        new RegExp(`redis-sentinel /data/sentinel.conf --sentinel announce-ip ${name}$`),
+        new RegExp(
+          `redis-sentinel /data/sentinel.conf --sentinel announce-ip ${name} ` +
+            `--sentinel auth-pass ${master} "\\$REDIS_PASSWORD" --requirepass "\\$REDIS_PASSWORD"$`,
+        ),
       );
+      assert.equal(environment(sentinel).REDIS_PASSWORD, CREDENTIALS.redisPassword);
+      for (const node of ['redis-1', 'redis-2', 'redis-3'])
+        assert.equal(sentinel.depends_on?.[node]?.condition, 'service_healthy', `${name} waits for ${node}`);
       const byTarget = mountsByTarget(sentinel);
       assert.equal(byTarget.get('/etc/redis/sentinel.conf'), inRepo('ops/redis/sentinel.conf'));
       assert.equal(
@@ -361,6 +435,37 @@ describe('docker-compose.ha.yml', { skip: composeCheckSkipped }, () => {
       }
     }
   });
+});
+
+describe('the Compose files have no working default credentials', { skip: composeCheckSkipped }, () => {
+  for (const [file, required] of [
+    ['docker-compose.yml', ['REDIS_PASSWORD', 'MONGODB_USERNAME', 'MONGODB_PASSWORD']],
+    [
+      'docker-compose.ha.yml',
+      ['REDIS_PASSWORD', 'MONGODB_USERNAME', 'MONGODB_PASSWORD', 'MONGODB_REPLICA_SET_KEY'],
+    ],
+  ] as const) {
+    test(`${file} refuses to start with .env.example alone, naming each credential it lacks`, () => {
+      const dir = mkdtempSync(join(tmpdir(), 'compose-credentials-'));
+      try {
+        const credentials = readFileSync(inRepo(OPERATOR_ENV[1]), 'utf8');
+        for (const name of required) {
+          const without = join(dir, `without-${name}.env`);
+          writeFileSync(without, credentials.replace(new RegExp(`^${name}=.*$`, 'm'), ''));
+          const { status, stderr } = checkCompose(file, ['.env.example', without]);
+          assert.equal(status, 1, `${name} left out`);
+          assert.match(
+            stderr,
+            new RegExp(`required variable ${name} is missing a value: set ${name} in \\.env`),
+          );
+        }
+        const { status } = checkCompose(file, ['.env.example']);
+        assert.equal(status, 1, '.env.example sets no credential');
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  }
 });
 
 describe('Dockerfile', () => {

@@ -2,7 +2,8 @@
  * The project's nginx configuration (nginx/templates/default.conf.template), rendered the way
  * the official image does and run by a real nginx on free loopback ports in front of the
  * service: HTTPS with a certificate from ops/make-cert.sh, HTTP redirected, the client
- * address handed to the app by nginx, never by the client, and bodies limited to BODY_LIMIT.
+ * address handed to the app by nginx, never by the client, and bodies limited to BODY_LIMIT;
+ * no API route limited, and every answer nginx writes itself JSON in the API's format.
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -25,7 +26,7 @@ import {
   superuserToken,
 } from '../support/authorization.ts';
 import { freePort } from '../support/backends.ts';
-import { decodeJwtPart, FRONTEND_CLIENT, SEEDED_USER } from '../support/http.ts';
+import { ADMIN_CLIENT, decodeJwtPart, FRONTEND_CLIENT, SEEDED_USER } from '../support/http.ts';
 import { png } from '../support/images.ts';
 import {
   ensureNginx,
@@ -77,6 +78,33 @@ function nginxBytes(size: string): number {
   const match = /^(\d+)([kmg]?)$/.exec(size);
   assert.ok(match, `nginx size ${size}`);
   return Number(match[1]) * 1024 ** ['', 'k', 'm', 'g'].indexOf(match[2] ?? '');
+}
+
+type Answer = Awaited<ReturnType<typeof send>>;
+
+/** An answer nginx wrote itself as the API writes its problems: RFC 9457 problem+json. */
+function assertProblem(response: Answer, status: number): Record<string, unknown> {
+  assert.equal(response.status, status, response.text);
+  assert.equal(response.headers['content-type'], 'application/problem+json');
+  const body = response.json() as Record<string, unknown>;
+  assert.equal(body.type, 'about:blank');
+  assert.equal(body.status, status);
+  assert.equal(typeof body.title, 'string');
+  assert.equal(typeof body.detail, 'string');
+  assert.equal(response.headers['strict-transport-security'], 'max-age=63072000');
+  return body;
+}
+
+/** The same at a token endpoint: RFC 6749 section 5.2 JSON with `error`, never cached. */
+function assertOAuthError(response: Answer, status: number, error: string): void {
+  assert.equal(response.status, status, response.text);
+  assert.equal(response.headers['content-type'], 'application/json');
+  const body = response.json() as Record<string, unknown>;
+  assert.equal(body.error, error);
+  assert.equal(body.error_description, body.detail);
+  assert.equal(body.status, status);
+  assert.equal(response.headers['cache-control'], 'no-store');
+  assert.equal(response.headers.pragma, 'no-cache');
 }
 
 describe('client_max_body_size follows BODY_LIMIT', () => {
@@ -297,14 +325,39 @@ describe('nginx in front of the service', { skip }, () => {
     assert.equal(post.headers.location, 'https://api.example.com/security/generate-token');
   });
 
-  test('a body over 1 MB is refused with 413 by nginx, like the app would', async () => {
-    const response = await send(`${front.https}/security/generate-token`, {
-      ca,
-      method: 'POST',
-      body: Buffer.alloc(1024 * 1024 + 1, 'a'),
-      headers: { 'Content-Type': 'application/json' },
-    });
-    assert.equal(response.status, 413);
+  test('30 client_credentials grants in a row from one address are all answered 200', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 30; i++) {
+      const grant = await send(`${front.https}/security/generate-token`, {
+        ca,
+        method: 'POST',
+        json: { grant_type: 'client_credentials', scope: 'api', ...ADMIN_CLIENT },
+      });
+      statuses.push(grant.status);
+    }
+    assert.deepEqual(statuses, Array(30).fill(200));
+  });
+
+  test("a body over 1 MB is refused with 413 by nginx, like the app would, in the API's format", async () => {
+    const post = (path: string) =>
+      send(`${front.https}${path}`, {
+        ca,
+        method: 'POST',
+        body: Buffer.alloc(1024 * 1024 + 1, 'a'),
+        headers: { 'Content-Type': 'application/json' },
+      });
+    const token = await post('/security/generate-token');
+    assert.equal(token.status, 413);
+    assert.equal(token.headers.server, 'nginx', 'answered by nginx, not the app');
+    assertOAuthError(token, 413, 'invalid_request');
+    const api = await post('/account/register');
+    assert.equal(api.status, 413);
+    assertProblem(api, 413);
+  });
+
+  test('a request header nginx cannot read is a 400 problem', async () => {
+    const response = await send(`${front.https}/`, { ca, headers: { 'X-Large': 'a'.repeat(20_000) } });
+    assertProblem(response, 400);
   });
 
   test('with BODY_LIMIT=2kb nginx passes a body of 2048 bytes and refuses one of 2049 with 413', async () => {
@@ -444,9 +497,8 @@ describe('nginx in front of the service', { skip }, () => {
   });
 });
 
-/** The routes that check a password or a client secret (docs/api.md), as a method and a path. */
-const LIMITED: readonly (readonly [string, string])[] = [
-  ['POST', '/security/authorize'],
+/** The API routes that check a password or a client secret (docs/api.md), as a method and a path. */
+const API_CREDENTIAL_CHECKS: readonly (readonly [string, string])[] = [
   ['POST', '/security/generate-token'],
   ['POST', '/security/refresh-token'],
   ['PATCH', '/users/my-account'],
@@ -457,19 +509,9 @@ const LIMITED: readonly (readonly [string, string])[] = [
   ['PATCH', `/account/activate/${'B'.repeat(43)}`],
 ];
 
-/** Neighbours of those routes that check no password: a GET of each path, and these. */
-const NOT_LIMITED: readonly (readonly [string, string])[] = [
-  ['POST', '/users'],
-  ['POST', '/account/activate'],
-  ['POST', '/account/reset-password'],
-  ['PATCH', `/account/reset-password/${'C'.repeat(43)}`],
-  ['PUT', '/users/my-account/avatar'],
-  ['PATCH', '/users/some-id'],
-  ['DELETE', '/admins/some-id'],
-  ['PATCH', '/account/change-identity/x/y'],
-];
+const SIGN_IN_FORM = '/security/authorize';
 
-describe('nginx limits the requests that check a password or a client secret', { skip }, () => {
+describe('nginx limits only the sign-in form, per address, and never an API route', { skip }, () => {
   let echo: Server;
 
   before(async () => {
@@ -495,53 +537,70 @@ describe('nginx limits the requests that check a password or a client secret', {
   const request = (front: Front, method: string, path: string) =>
     send(`${front.https}${path}`, { ca, method, body: 'x=1' });
 
-  test('each route: 21 requests at once pass (1 + a burst of 20), then 429; a GET and other routes never', async () => {
-    for (const [index, [method, path]] of LIMITED.entries()) {
-      const front = await freshFront(`limit-${index}`);
-      try {
+  test('the sign-in form: 21 posts at once pass (1 + a burst of 20), then 429 as a problem with Retry-After; the page never', async () => {
+    const front = await freshFront('sign-in');
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 23; i++) statuses.push((await request(front, 'POST', SIGN_IN_FORM)).status);
+      assert.deepEqual(statuses.slice(0, 21), Array(21).fill(200), String(statuses));
+      const refused = await request(front, 'POST', SIGN_IN_FORM);
+      assertProblem(refused, 429);
+      assert.equal(refused.headers['retry-after'], '3', 'the budget refills one post every 3 s');
+      // Spelt otherwise, it is the same path to nginx (and to the app, whose routes ignore
+      // case) and counts the same.
+      assert.equal((await request(front, 'POST', `${SIGN_IN_FORM}/`)).status, 429);
+      assert.equal((await request(front, 'POST', SIGN_IN_FORM.toUpperCase())).status, 429);
+      assert.equal((await send(`${front.https}${SIGN_IN_FORM}`, { ca })).status, 200, 'GET is not limited');
+    } finally {
+      await front.process.stop();
+    }
+  });
+
+  test('API routes, the token endpoints and those that check a password among them, are never limited, even once the form budget is spent', async () => {
+    const front = await freshFront('api');
+    try {
+      for (let i = 0; i < 22; i++) await request(front, 'POST', SIGN_IN_FORM);
+      assert.equal((await request(front, 'POST', SIGN_IN_FORM)).status, 429);
+      for (const [method, path] of API_CREDENTIAL_CHECKS) {
         const statuses: number[] = [];
-        for (let i = 0; i < 23; i++) statuses.push((await request(front, method, path)).status);
-        assert.deepEqual(statuses.slice(0, 21), Array(21).fill(200), `${method} ${path}: ${statuses}`);
-        assert.equal(statuses.at(-1), 429, `${method} ${path}: ${statuses}`);
-        // Spelt otherwise, it is the same path to nginx (and to the app, whose routes ignore
-        // case) and counts the same.
-        assert.equal((await request(front, method, `${path}/`)).status, 429, `${method} ${path}/`);
-        const shouted = path.toUpperCase();
-        assert.equal((await request(front, method, shouted)).status, 429, `${method} ${shouted}`);
-        assert.equal((await send(`${front.https}${path}`, { ca })).status, 200, `GET ${path} is not limited`);
-      } finally {
-        await front.process.stop();
-      }
-    }
-  });
-
-  test('the requests that check no password are not limited, even once the budget is spent', async () => {
-    const front = await freshFront('not-limited');
-    try {
-      for (let i = 0; i < 22; i++) await request(front, 'POST', '/security/generate-token');
-      assert.equal((await request(front, 'POST', '/security/generate-token')).status, 429);
-      for (let i = 0; i < 25; i++) {
-        for (const [method, path] of NOT_LIMITED)
-          assert.equal((await request(front, method, path)).status, 200, `${method} ${path}`);
-        for (const [, path] of LIMITED)
-          assert.equal((await send(`${front.https}${path}`, { ca })).status, 200, `GET ${path}`);
+        for (let i = 0; i < 40; i++) statuses.push((await request(front, method, path)).status);
+        assert.deepEqual(statuses, Array(40).fill(200), `${method} ${path}`);
       }
     } finally {
       await front.process.stop();
     }
   });
+});
 
-  test('every such route shares one budget', async () => {
-    const front = await freshFront('shared');
-    try {
-      for (let i = 0; i < 21; i++) {
-        const [method, path] = LIMITED[i % LIMITED.length] ?? ['', ''];
-        assert.equal((await request(front, method, path)).status, 200, `${method} ${path}`);
-      }
-      for (const [method, path] of LIMITED)
-        assert.equal((await request(front, method, path)).status, 429, `${method} ${path}`);
-    } finally {
-      await front.process.stop();
+describe("nginx answers for an app that is down in the API's format", { skip }, () => {
+  let front: Front;
+
+  before(async () => {
+    root = await mkdtemp(join(tmpdir(), 'nginx-down-'));
+    execFileSync('sh', [join(REPO_ROOT, 'ops/make-cert.sh'), join(root, 'certs'), 'localhost'], {
+      stdio: 'ignore',
+    });
+    ca = await readFile(join(root, 'certs/tls.crt'), 'utf8');
+    // A port nothing listens on: every app container restarting at once.
+    front = await startFront('down', `127.0.0.1:${await freePort()}`);
+  });
+  after(async () => {
+    await front?.process.stop();
+    if (root) await rm(root, { recursive: true, force: true });
+  });
+
+  test('502 is a problem with Retry-After; at the token endpoints OAuth JSON, temporarily_unavailable', async () => {
+    const api = await send(`${front.https}/users/my-account`, { ca });
+    assertProblem(api, 502);
+    assert.equal(api.headers['retry-after'], '5');
+    for (const path of ['/security/generate-token', '/security/refresh-token']) {
+      const token = await send(`${front.https}${path}`, {
+        ca,
+        method: 'POST',
+        json: { grant_type: 'client_credentials', scope: 'api', ...ADMIN_CLIENT },
+      });
+      assertOAuthError(token, 502, 'temporarily_unavailable');
+      assert.equal(token.headers['retry-after'], '5');
     }
   });
 });

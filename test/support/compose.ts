@@ -1,8 +1,9 @@
 /**
  * The Compose files as `docker compose` reads them: test/deploy/compose-check, a small Go program
  * on compose-go (the loader of docker compose), loads a file from the repository's directory with
- * the env files given (`.env.example` unless told otherwise, the operator's `.env`) and prints
- * the normalized project as JSON, or refuses the file, naming the problem, with exit status 1.
+ * the env files given (unless told otherwise `.env.example` and the credentials an operator must
+ * add to it, OPERATOR_ENV) and prints the normalized project as JSON, or refuses the file,
+ * naming the problem, with exit status 1.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -13,6 +14,8 @@ import { onPath } from './backends.ts';
 import { REPO_ROOT } from './processes.ts';
 
 const CHECKER_SOURCE = join(REPO_ROOT, 'test/deploy/compose-check');
+/** .env.example and the credentials the Compose files require, which it leaves to the operator. */
+export const OPERATOR_ENV = ['.env.example', 'test/deploy/operator-credentials.env'] as const;
 /** Where the official Go release installs itself, when its bin directory is not on PATH. */
 const GO_INSTALL = '/usr/local/go/bin/go';
 const go = onPath('go') ? 'go' : existsSync(GO_INSTALL) ? GO_INSTALL : undefined;
@@ -85,14 +88,14 @@ function checker(): string {
  * Loads a Compose file (a path relative to the repository, or absolute) as `docker compose`
  * would from the repository's directory, with these env files (relative to the repository too).
  */
-export function checkCompose(file: string, envFiles: string[] = ['.env.example']): CheckResult {
+export function checkCompose(file: string, envFiles: readonly string[] = OPERATOR_ENV): CheckResult {
   const args = ['-project-directory', REPO_ROOT, ...envFiles.flatMap((env) => ['-env-file', env]), file];
   const run = spawnSync(checker(), args, { cwd: REPO_ROOT, encoding: 'utf8', timeout: 60_000 });
   return { status: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
 /** The normalized project of a Compose file the loader accepts. */
-export function loadCompose(file: string, envFiles?: string[]): ComposeProject {
+export function loadCompose(file: string, envFiles?: readonly string[]): ComposeProject {
   const { status, stdout, stderr } = checkCompose(file, envFiles);
   assert.equal(status, 0, `compose-go refuses ${file}:\n${stderr}`);
   return JSON.parse(stdout) as ComposeProject;
