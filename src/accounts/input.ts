@@ -1,8 +1,14 @@
 import type { Static, TSchema } from '@sinclair/typebox';
 import { compileValidator } from '../validation.ts';
-import type { AccountKind, AccountStatus, AdminRole } from './model.ts';
+import type { AccountKind, AdminRole } from './model.ts';
 import { assertNewPasswordAcceptable } from './password-policy.ts';
-import { CreateAdminBody, CreateUserBody } from './schemas.ts';
+import {
+  CreateAdminBody,
+  CreateUserBody,
+  type OwnProfileBody,
+  type UpdateAdminBody,
+  type UpdateUserBody,
+} from './schemas.ts';
 
 /**
  * What the account services are given, and the one check of it. The services check their
@@ -11,38 +17,17 @@ import { CreateAdminBody, CreateUserBody } from './schemas.ts';
  * rules that span fields (password-policy.ts) run only here.
  */
 
-type ManagedStatus = Exclude<AccountStatus, 'deleted'>;
+/**
+ * A new account: the fields of `POST /users`, with the roles `POST /admins` also takes (an
+ * administrator's status is one of the user's).
+ */
+export type NewAccount = Static<typeof CreateUserBody> & Pick<Static<typeof CreateAdminBody>, 'roles'>;
 
-export interface NewAccount {
-  identity: string;
-  password: string;
-  /** Checked when given; admin tools may leave it out. */
-  passwordConfirm?: string;
-  firstName?: string | null;
-  lastName?: string | null;
-  /** Defaults to active. */
-  status?: ManagedStatus;
-  /** Administrators only; defaults to [admin]. */
-  roles?: AdminRole[];
-}
+/** The fields to change: those of `PATCH /users/{id}`, with the roles `PATCH /admins/{id}` also takes. */
+export type AccountUpdate = Static<typeof UpdateUserBody> & Pick<Static<typeof UpdateAdminBody>, 'roles'>;
 
-export interface AccountUpdate {
-  identity?: string;
-  firstName?: string | null;
-  lastName?: string | null;
-  status?: ManagedStatus;
-  roles?: AdminRole[];
-  password?: string;
-  passwordConfirm?: string;
-}
-
-export interface OwnProfileUpdate {
-  firstName?: string | null;
-  lastName?: string | null;
-  currentPassword?: string;
-  password?: string;
-  passwordConfirm?: string;
-}
+/** The owner's changes to their own profile: `PATCH /users/my-account`. */
+export type OwnProfileUpdate = Static<typeof OwnProfileBody>;
 
 /** `value` as `schema` accepts it, or ValidationFailed with an error per field. */
 export function checkInput<S extends TSchema>(schema: S, value: unknown): Static<S> {

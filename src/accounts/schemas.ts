@@ -179,8 +179,3 @@ export const UpdateAdminBody = body(
 );
 
 export type RegisterInput = Static<typeof RegisterBody>;
-export type OwnProfileInput = Static<typeof OwnProfileBody>;
-export type CreateUserInput = Static<typeof CreateUserBody>;
-export type UpdateUserInput = Static<typeof UpdateUserBody>;
-export type CreateAdminInput = Static<typeof CreateAdminBody>;
-export type UpdateAdminInput = Static<typeof UpdateAdminBody>;

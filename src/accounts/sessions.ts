@@ -1,5 +1,4 @@
 import { hash, randomBytes } from 'node:crypto';
-import type { RefreshTokenStore } from '../oauth/model.ts';
 import type { Account, AccountChanges, AccountKind, AccountStore } from './model.ts';
 import { identityKey } from './model.ts';
 import type { PasswordHasher } from './password-hasher.ts';
@@ -43,13 +42,23 @@ function endsSessions(account: Account, changes: AccountChanges): boolean {
 export type Sessions = ReturnType<typeof createSessions>;
 
 /**
+ * What ending an account's sessions needs of the refresh tokens, declared here so the
+ * accounts domain does not reach into the OAuth domain that builds on it: the OAuth refresh
+ * token store provides it.
+ */
+export interface SessionTokens {
+  /** Revokes every refresh token family of the account. */
+  revokeSubject(accountKind: AccountKind, subject: string): Promise<void>;
+}
+
+/**
  * Starts sessions (sign-in), tells whether one is still valid (authentication and the
  * refresh grant alike), and writes every change to an account, ending its sessions when the
  * change calls for it, so no writer can forget to.
  */
 export function createSessions(deps: {
   accounts: Readonly<Record<AccountKind, AccountStore>>;
-  refreshTokens: Pick<RefreshTokenStore, 'revokeSubject'>;
+  refreshTokens: SessionTokens;
   passwords: Pick<PasswordHasher, 'verify' | 'verifyNothing'>;
 }) {
   const { accounts, refreshTokens, passwords } = deps;

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import polka, { type Middleware, type Polka, type Request } from 'polka';
 import { BadRequest, MethodNotAllowed, NotFound, Problem } from '../errors.ts';
 import { type Identity, requirePermission } from '../identity.ts';
 import { compileValidator } from '../validation.ts';
@@ -7,7 +8,6 @@ import { answerPreflight, applyCors, type CorsPolicy, corsHeaders } from './cors
 import { applyHeaders, type Deprecation, type HeaderSet, headersForRoute } from './headers.ts';
 import { writeProblem } from './problem.ts';
 import type { AnyRoute, Reply, Services } from './route.ts';
-import { createRouter, splitTarget } from './router.ts';
 
 export interface PipelineOptions {
   routes: readonly AnyRoute[];
@@ -22,15 +22,18 @@ export interface PipelineOptions {
   onUnexpectedError(error: unknown, req: IncomingMessage, route: AnyRoute | undefined): void;
 }
 
-type Serve = (
-  req: IncomingMessage,
-  res: ServerResponse,
-  search: string,
-  params: Record<string, string>,
-) => Promise<void>;
+type Method = Parameters<Polka['find']>[0];
+
+/** A route of the table, as polka dispatches to it. */
+interface Entry {
+  route: AnyRoute;
+  /** Its place in the table: the first route that matches answers. */
+  index: number;
+  serve(req: Request, res: ServerResponse): Promise<void>;
+}
 
 /**
- * The HTTP pipeline, in order. The router matches the route; then, for that route:
+ * The HTTP pipeline, in order. polka matches the route; then, for that route:
  * body parsing → authentication (identity or guest) → permission check (role vs the route's
  * permission) → body validation → handler → the response with the route's headers and CORS,
  * with every failure turned into problem+json in one place.
@@ -39,16 +42,38 @@ export function createRequestHandler(
   options: PipelineOptions,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const defaultHeaders = headersForRoute(undefined, options.responseHeaders, undefined);
-  const router = createRouter(
-    options.routes.flatMap((route) => {
-      const serve = serverOf(route);
-      // RFC 9110 §9.3.2: HEAD is GET without the body (Node drops the body by itself).
-      const methods = route.method === 'GET' ? ['GET', 'HEAD'] : [route.method];
-      return methods.map((method) => ({ method, path: route.path, route: { route, serve } }));
-    }),
-  );
+  const app = polka<Request>({
+    onNoMatch: (req, res) => answerUnmatched(req, res),
+    onError: (error, req, res) => {
+      // serve answers every failure itself; this only sees a failure to write that answer.
+      res.destroy();
+      options.onUnexpectedError(error, req, entryFor(req)?.route);
+    },
+  });
+  const entries = new Map<Middleware<Request>, Entry>();
+  options.routes.forEach((route, index) => {
+    const entry = { route, index, serve: serverOf(route) };
+    entries.set(entry.serve, entry);
+    // trouter answers HEAD with the GET routes (RFC 9110 §9.3.2: HEAD is GET without the body,
+    // which Node drops by itself).
+    app.add(route.method, route.path, entry.serve);
+  });
+  const tableMethods = [...new Set(options.routes.map(({ method }) => method))];
 
-  function serverOf(route: AnyRoute): Serve {
+  /** The route polka dispatched this request to: the first of the table that matches. */
+  function entryFor(req: Request): Entry | undefined {
+    // Only a route's answer fails here, so the method is one polka knows.
+    const [first] = app.find(req.method as Method, req.path).handlers;
+    return first && entries.get(first);
+  }
+
+  /** The routes of every method whose pattern matches this path, in table order. */
+  function routesOfPath(path: string): Entry[] {
+    const found = tableMethods.flatMap((method) => app.find(method, path).handlers);
+    return found.flatMap((serve) => entries.get(serve) ?? []).sort((a, b) => a.index - b.index);
+  }
+
+  function serverOf(route: AnyRoute): Entry['serve'] {
     const headers = headersForRoute(route.name, options.responseHeaders, options.deprecations[route.name]);
     const cors = corsFor([route]);
     const written = routeHeaders(headers, cors);
@@ -59,7 +84,8 @@ export function createRequestHandler(
         ? compileValidator(route.query, (errors) => new BadRequest('The query is invalid', { errors }))
         : undefined;
 
-    return async (req, res, search, params) => {
+    const parameters = parametersOf(route);
+    return async (req, res) => {
       try {
         // Most requests (every GET) carry no body: no call into the body parser's async path.
         const body =
@@ -71,13 +97,13 @@ export function createRequestHandler(
             ? { role: 'guest' as const }
             : await options.authenticate(req.headers.authorization);
         requirePermission(identity, route.permission);
-        const query = new URLSearchParams(search);
+        const query = new URLSearchParams(req.search);
         queryValidator?.check(searchParamsObject(query));
         const reply = await route.handler(
           {
             req,
             res,
-            params,
+            params: parameters(req.path),
             query,
             body: validator ? validator.check(body) : body,
             identity,
@@ -141,11 +167,13 @@ export function createRequestHandler(
   }
 
   /** No route for this method and path: a CORS preflight, 405 with `Allow`, or 404. */
-  function answerUnmatched(req: IncomingMessage, res: ServerResponse, path: string): void {
+  function answerUnmatched(req: Request, res: ServerResponse): void {
     applyHeaders(res, defaultHeaders);
-    const routesOfPath = router.methodsOf(path);
-    const allowed = [...new Set(routesOfPath.map(({ method }) => method))];
-    const cors = corsFor(routesOfPath.map(({ route }) => route.route));
+    const routes = routesOfPath(req.path).map(({ route }) => route);
+    const allowed = [
+      ...new Set(routes.flatMap(({ method }) => (method === 'GET' ? ['GET', 'HEAD'] : [method]))),
+    ];
+    const cors = corsFor(routes);
     if (req.method === 'OPTIONS' && allowed.length > 0) {
       answerPreflight(req, res, cors, allowed);
       return;
@@ -153,7 +181,7 @@ export function createRequestHandler(
     applyCors(req, res, cors);
     // A 405 is written in the path's error format: on the token endpoint, with an OAuth `error`.
     const error = allowed.length > 0 ? new MethodNotAllowed(allowed) : new NotFound();
-    fail(error, req, res, routesOfPath[0]?.route.route);
+    fail(error, req, res, routes[0]);
   }
 
   /**
@@ -178,20 +206,33 @@ export function createRequestHandler(
     if (!(error instanceof Problem)) options.onUnexpectedError(error, req, route);
   }
 
-  return (req, res) => {
-    const { path, search } = splitTarget(req.url ?? '/');
-    const matched = router.match(req.method ?? '', path);
-    if (!matched) {
-      answerUnmatched(req, res, path);
-      return;
-    }
-    const { route, serve } = matched.route;
-    // serve answers every failure itself; this only catches a failure to write that answer.
-    serve(req, res, search, matched.params).catch((error: unknown) => {
-      res.destroy();
-      options.onUnexpectedError(error, req, route);
-    });
+  // polka's types make `next` required; without one, polka answers with onNoMatch and onError.
+  return (req, res) => void app.handler(req as Request, res, undefined as never);
+}
+
+/**
+ * What a route's parameters are on a path it matches. polka hands a request the parameters of
+ * every route of the table whose pattern matches its path, merged, a later route's value
+ * replacing an earlier one's of the same name (`/users/:id`, then `/:id/:action`): so the route
+ * that answers reads its own, through a polka app of its pattern alone. Percent-escapes are
+ * decoded as polka decodes them; a malformed one is left as sent.
+ */
+function parametersOf(route: AnyRoute): (path: string) => Record<string, string> {
+  if (!/[:*]/.test(route.path)) return () => ({});
+  const own = polka().add(route.method, route.path, () => undefined);
+  return (path) => {
+    const { params } = own.find(route.method, path);
+    if (path.includes('%')) for (const name in params) params[name] = decodeSegment(params[name] ?? '');
+    return params;
   };
+}
+
+function decodeSegment(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
 }
 
 const NO_CORS: CorsPolicy = { origins: [], maxAge: 0 };

@@ -78,7 +78,7 @@ export interface HeaderSpec {
  */
 export interface Route<S extends TSchema | undefined = TSchema | undefined> {
   method: HttpMethod;
-  /** A regexparam pattern, e.g. `/users/:id` (see router.ts). */
+  /** A polka path pattern, e.g. `/users/:id`: case-insensitive, with an optional trailing slash. */
   path: string;
   name: string;
   summary: string;

@@ -4,7 +4,7 @@ import { ADMIN_ROLES, type AdminRole } from '../../accounts/model.ts';
 import { OPERATOR } from '../../identity.ts';
 import { checked, kebabOption } from '../checked.ts';
 import { withOperatorServices } from '../operator-services.ts';
-import type { RegisterCommand } from './index.ts';
+import type { RegisterCommand } from './register-command.ts';
 
 interface AdminCreateOptions {
   identity: string;

@@ -1,7 +1,7 @@
 import { hostOf } from '../../logging/redact-url.ts';
 import { type OpenStoresOptions, openStores } from '../../stores/open.ts';
 import { seconds } from '../options.ts';
-import type { RegisterCommand } from './index.ts';
+import type { RegisterCommand } from './register-command.ts';
 
 /**
  * The readiness probe (the service has no health endpoint): connects to each configured

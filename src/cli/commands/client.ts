@@ -8,7 +8,7 @@ import { CLIENT_TYPES, GRANT_TYPES } from '../../oauth/model.ts';
 import { checked, kebabOption } from '../checked.ts';
 import { withOperatorServices } from '../operator-services.ts';
 import { printTable } from '../table.ts';
-import type { RegisterCommand } from './index.ts';
+import type { RegisterCommand } from './register-command.ts';
 
 /**
  * `client:create`, `client:list`, `client:show`, `client:update`, `client:rotate-secret`,

@@ -4,7 +4,7 @@ import { MAX_CORS_MAX_AGE } from '../../config/config-file.ts';
 import { DESCRIPTION_SETTINGS } from '../../config/load.ts';
 import { SECTIONS, type Section, type Setting } from '../../config/setting.ts';
 import { SETTINGS } from '../../config/settings.ts';
-import type { RegisterCommand } from './index.ts';
+import type { RegisterCommand } from './register-command.ts';
 
 export const CONFIGURATION_DOCUMENT = 'docs/configuration.md';
 export const ENV_EXAMPLE = '.env.example';

@@ -1,7 +1,7 @@
 import { generateKeys } from '../../oauth/key-rotation.ts';
 import { openKeyRingStore } from '../../services.ts';
-import type { RegisterCommand } from './index.ts';
 import { printRing, secureBeforeWriting } from './keys-list.ts';
+import type { RegisterCommand } from './register-command.ts';
 
 export const registerKeysGenerate: RegisterCommand = (program, loadConfig) => {
   program

@@ -1,7 +1,7 @@
 import { KEY_RING_RELOAD_MS } from '../../oauth/key-ring.ts';
 import type { KeyRingState } from '../../oauth/key-ring-store.ts';
 import { openKeyRingStore, secureKeyDirectory } from '../../services.ts';
-import type { RegisterCommand } from './index.ts';
+import type { RegisterCommand } from './register-command.ts';
 
 export const registerKeysList: RegisterCommand = (program, loadConfig) => {
   program

@@ -1,8 +1,8 @@
 import { Option } from 'commander';
 import { RETIRE_MARGIN_MS, type RetireSelection, retireKeys } from '../../oauth/key-rotation.ts';
 import { openKeyRingStore } from '../../services.ts';
-import type { RegisterCommand } from './index.ts';
 import { printRing, secureBeforeWriting } from './keys-list.ts';
+import type { RegisterCommand } from './register-command.ts';
 
 export const registerKeysRetire: RegisterCommand = (program, loadConfig) => {
   program

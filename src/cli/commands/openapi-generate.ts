@@ -2,7 +2,7 @@ import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { routeTable } from '../../http/routes/index.ts';
 import { buildOpenApiDocument, toYaml } from '../../openapi/document.ts';
-import type { RegisterCommand } from './index.ts';
+import type { RegisterCommand } from './register-command.ts';
 
 export const DEFAULT_OPENAPI_OUTPUT = 'public/openapi.yaml';
 

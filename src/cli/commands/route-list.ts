@@ -2,7 +2,7 @@ import type { Deprecation } from '../../http/headers.ts';
 import type { AnyRoute } from '../../http/route.ts';
 import { routeTable } from '../../http/routes/index.ts';
 import { printTable } from '../table.ts';
-import type { RegisterCommand } from './index.ts';
+import type { RegisterCommand } from './register-command.ts';
 
 interface RouteFilters {
   method?: string;

@@ -9,7 +9,7 @@ import {
 import { openAccountServices } from '../../services.ts';
 import { assertChangesReachNodes } from '../operator-services.ts';
 import { seconds } from '../options.ts';
-import type { RegisterCommand } from './index.ts';
+import type { RegisterCommand } from './register-command.ts';
 
 const RECORDS = SEED_RECORDS.map((record) => record.key).join(', ');
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Argument } from 'commander';
-import type { RegisterCommand } from './index.ts';
+import type { RegisterCommand } from './register-command.ts';
 
 /** 256 random bits, base64url: 43 characters with no `,` or `:` to clash with ERROR_REPORT_TOKENS. */
 export function generateToken(): string {
