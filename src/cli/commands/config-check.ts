@@ -2,7 +2,7 @@ import { notForProduction } from '../../production-check.ts';
 import { seed } from '../../seed.ts';
 import { openAccountServices } from '../../services.ts';
 import { seconds } from '../options.ts';
-import type { RegisterCommand } from './index.ts';
+import type { RegisterCommand } from './register-command.ts';
 
 /**
  * `config:check`: prints, one per line, what a production deployment should not have (the
