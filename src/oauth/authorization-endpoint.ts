@@ -11,7 +11,7 @@ import {
 import type { AuthorizationCodeService } from './authorization-code.ts';
 import type { ClientStore, CodeFlowStore, OAuthClient, ScopeStore } from './model.ts';
 import { CODE_CHALLENGE } from './pkce.ts';
-import { isRegisteredRedirectUri, withResponseParameters } from './redirect-uri.ts';
+import { isRegisteredRedirectUri, redirectDestination, withResponseParameters } from './redirect-uri.ts';
 import { resolveScope } from './scope.ts';
 import type { AuthorizationRequest, RequestSealer } from './sealed-request.ts';
 
@@ -47,7 +47,10 @@ export interface SignInForm {
   clientName: string;
   /** Which account store signs in: users by their email address, administrators by name. */
   accountKind: AccountKind;
-  /** Where the browser goes after the sign-in, which the page's CSP must let the form reach. */
+  /**
+   * Where the browser goes after the sign-in, which the page's CSP must let the form reach:
+   * the redirect URI's origin, or a mobile app's private-use scheme (`com.example.app:`).
+   */
   redirectOrigin: string;
   /** After a refused attempt: why, and the name that was typed. */
   error?: string;
@@ -109,7 +112,7 @@ export function createAuthorizationEndpoint(deps: {
       csrfToken: sealer.seal(request),
       clientName: client.name,
       accountKind: client.accountKind,
-      redirectOrigin: new URL(request.redirectUri).origin,
+      redirectOrigin: redirectDestination(request.redirectUri),
       ...refused,
     };
     return { outcome: 'sign-in', form };
@@ -132,7 +135,7 @@ export function createAuthorizationEndpoint(deps: {
       const client = await clients.findByName(once(query, 'client_id') ?? '');
       if (!client) throw new InvalidAuthorizationRequest('The application (client_id) is not registered');
       const redirectUri = once(query, 'redirect_uri');
-      if (redirectUri === null || !isRegisteredRedirectUri(redirectUri, client.redirectUris))
+      if (redirectUri === null || !isRegisteredRedirectUri(redirectUri, client))
         throw new InvalidAuthorizationRequest(
           'The redirect_uri is not registered for this application, so the sign-in cannot send you back to it',
         );
@@ -175,7 +178,7 @@ export function createAuthorizationEndpoint(deps: {
       const client = await clients.findByName(request.clientName);
       if (
         !client?.grants.includes('authorization_code') ||
-        !isRegisteredRedirectUri(request.redirectUri, client.redirectUris)
+        !isRegisteredRedirectUri(request.redirectUri, client)
       )
         throw new InvalidAuthorizationRequest('The application no longer accepts this sign-in');
       const session = await sessions.start(client.accountKind, attempt.username, attempt.password);

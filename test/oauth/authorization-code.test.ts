@@ -196,6 +196,50 @@ for (const backend of backends())
         }
       });
 
+      test("a mobile app's private-use redirect URI: form-action names its scheme, and it matches exactly", async () => {
+        const redirectUri = 'com.example.app:/oauth2redirect';
+        const mobile = await registerClient(server.url, superuser, {
+          name: `mobile-${randomUUID()}`,
+          type: 'public',
+          redirectUris: [redirectUri],
+        });
+        const { verifier, challenge } = pkce();
+        const page = await openAuthorization(
+          server.url,
+          authorizationQuery(mobile.name, challenge, { redirect_uri: redirectUri }),
+        );
+        assert.equal(page.status, 200, page.html);
+        // Chromium blocks the redirect to the app under 'self' alone, and under 'self' null.
+        assert.match(
+          page.headers.get('content-security-policy') ?? '',
+          /form-action 'self' com\.example\.app:;/,
+        );
+        assert.doesNotMatch(page.html, /\bnull\b/);
+        const signedIn = await postSignIn(server.url, { csrf_token: csrfTokenOf(page.html), ...user });
+        assert.equal(signedIn.status, 303, signedIn.html);
+        assert.ok(signedIn.location?.startsWith(`${redirectUri}?`), String(signedIn.location));
+        const tokens = await exchangeCode(server.url, {
+          client_id: mobile.name,
+          code: redirectParameters(signedIn.location).get('code') ?? '',
+          code_verifier: verifier,
+          redirect_uri: redirectUri,
+        });
+        assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
+        for (const other of [
+          'com.example.app:/oauth2redirect/more',
+          'com.example.app:/oauth2redirect?more=1',
+          'com.example.app://oauth2redirect',
+          'com.example.other:/oauth2redirect',
+          'COM.EXAMPLE.APP:/oauth2redirect',
+        ]) {
+          const refused = await openAuthorization(
+            server.url,
+            authorizationQuery(mobile.name, challenge, { redirect_uri: other }),
+          );
+          assertRefusedOnThePage(refused, /redirect_uri is not registered/);
+        }
+      });
+
       test('the sign-in page is sent with its security headers', async () => {
         const page = await openAuthorization(server.url, authorizationQuery(spa.name, pkce().challenge));
         assert.equal(
