@@ -21,7 +21,6 @@ export const ClientName = Type.String({
 
 export const ClientTypeSchema = Literals(CLIENT_TYPES, {
   description: '`confidential`: has a secret; `public` (a browser or native app): has none',
-  errorMessage: `Must be ${CLIENT_TYPES.join(' or ')}`,
 });
 
 export const RedirectUris = Type.Array(Type.String({ minLength: 1, maxLength: MAX_REDIRECT_URI_LENGTH }), {
@@ -42,7 +41,6 @@ export const ClientGrants = Type.Array(Literals(GRANT_TYPES), {
 
 export const ClientAccounts = Literals(['user', 'admin'] as const, {
   description: 'The account store the client signs people in to',
-  errorMessage: 'Must be user or admin',
 });
 
 export const CreateClientBody = Type.Object(

@@ -280,6 +280,18 @@ for (const backend of backends())
         assert.match(String((changed.body.errors as Record<string, string[]>)['redirectUris.0']), /public/);
       });
 
+      test('a value outside an enumeration is told the values allowed', async () => {
+        const refused = await call('POST', '/oauth-clients', {
+          ...valid,
+          name: unique('enum'),
+          grants: ['authorization_code', 'implicit'],
+        });
+        assert.equal(refused.status, 400, JSON.stringify(refused.body));
+        assert.deepEqual((refused.body.errors as Record<string, string[]>)['grants.1'], [
+          'Must be one of password, refresh_token, client_credentials, authorization_code',
+        ]);
+      });
+
       test('a public client has no secret to rotate; a change must leave the client consistent', async () => {
         const { name } = await registerClient(server.url, token, { name: unique('spa'), type: 'public' });
         const rotate = await call('PATCH', `/oauth-clients/${name}`, { rotateSecret: true });
