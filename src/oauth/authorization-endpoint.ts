@@ -8,6 +8,7 @@ import {
   UnauthorizedClient,
   UnsupportedResponseType,
 } from '../errors.ts';
+import { createAppUrlMismatchReport } from './app-url-mismatch.ts';
 import type { AuthorizationCodeService } from './authorization-code.ts';
 import type { ClientStore, CodeFlowStore, OAuthClient, ScopeStore } from './model.ts';
 import { CODE_CHALLENGE } from './pkce.ts';
@@ -97,10 +98,13 @@ export function createAuthorizationEndpoint(deps: {
   codes: Pick<AuthorizationCodeService, 'issueCode'>;
   /** RFC 9207: `iss` of every authorization response. */
   issuer: string;
+  /** The process log: what the operator must hear about the deployment. */
+  log?: (message: string) => void;
 }) {
   const { clients, scopes, sessions, sealer, store, codes, issuer } = deps;
   /** The origin of APP_URL, where the sign-in page is served. */
   const ownOrigin = new URL(issuer).origin;
+  const reportAppUrlMismatch = createAppUrlMismatchReport(ownOrigin, deps.log ?? (() => undefined));
 
   /** The form that continues the request, with a new one-time value. */
   function signInForm(
@@ -167,10 +171,12 @@ export function createAuthorizationEndpoint(deps: {
      * can be sent again. (A code saved for a post whose claim then loses is never handed out.)
      */
     async signIn(attempt: SignInAttempt): Promise<AuthorizationStep> {
-      if (isCrossSitePost(attempt.sentFrom, ownOrigin))
+      if (isCrossSitePost(attempt.sentFrom, ownOrigin)) {
+        reportAppUrlMismatch(attempt.sentFrom);
         throw new Forbidden(
           'This sign-in form was sent from another site. Go back to the application and sign in again.',
         );
+      }
       const sealed = await sealer.open(attempt.csrfToken);
       if (!sealed) throw new StaleSignInForm();
       const { id, expiresAt, ...request } = sealed;

@@ -841,3 +841,40 @@ describe('an expired authorization code', () => {
     assert.equal(refused.body.error, 'invalid_grant');
   });
 });
+
+describe('an APP_URL other than the address the sign-in page is served at', () => {
+  let server: TestServer;
+  const logged: string[] = [];
+  before(async () => {
+    server = await startTestServer({ env: { APP_URL: ISSUER }, log: (line) => logged.push(line) });
+  });
+  after(() => server.close());
+
+  test('refuses every sign-in, and the process log says so once, naming both origins', async () => {
+    const superuser = await superuserToken(server.url);
+    const spa = await registerClient(server.url, superuser, { name: 'spa', type: 'public' });
+    const post = async (headers: Record<string, string>) => {
+      const page = await openAuthorization(server.url, authorizationQuery(spa.name, pkce().challenge));
+      const form = { csrf_token: csrfTokenOf(page.html), ...SEEDED_USER };
+      const refused = await postSignIn(server.url, form, headers);
+      assert.equal(refused.status, 403, refused.html);
+      return form;
+    };
+    const start = logged.length;
+    // Another site's post is an attack on the person, not a misconfiguration: nothing is logged.
+    await post({ 'Sec-Fetch-Site': 'cross-site', Origin: 'https://evil.example' });
+    await post({ 'Sec-Fetch-Site': 'same-site', Origin: 'https://other.issuer.example.test' });
+    assert.deepEqual(logged.slice(start), []);
+
+    // The browser says the page that posted is of the same origin as the service: the service
+    // is served at an address APP_URL does not name.
+    const sameOrigin = { 'Sec-Fetch-Site': 'same-origin', Origin: server.url };
+    const form = await post(sameOrigin);
+    await post(sameOrigin);
+    const lines = logged.slice(start);
+    assert.equal(lines.length, 1, JSON.stringify(lines));
+    assert.ok(lines[0]?.includes(server.url), lines[0]);
+    assert.ok(lines[0]?.includes(ISSUER), lines[0]);
+    assert.ok(!lines[0]?.includes(form.csrf_token) && !lines[0]?.includes(form.password), 'no secret logged');
+  });
+});
