@@ -28,7 +28,8 @@ export const RedirectUris = Type.Array(Type.String({ minLength: 1, maxLength: MA
   uniqueItems: true,
   description:
     'Exact redirect URIs of the authorization code grant: https, or http://127.0.0.1 or http://[::1] ' +
-    '(any port) for a native app; the host a DNS name or an IP address, no port 0, no fragment',
+    '(any port) for a native app; the host a DNS name or an IP address, no port 0, no fragment. ' +
+    'A public client may also use a private-use scheme, a reversed domain name with a path and no host (RFC 8252 §7.1): com.example.app:/oauth2redirect',
   errorMessage: 'Must be a list of at most 20 distinct URIs',
 });
 
