@@ -181,6 +181,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
       store: base.stores.codeFlow,
       codes: authorizationCodes,
       issuer: config.appUrl,
+      log: options.log,
     }),
   };
 }

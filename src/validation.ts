@@ -127,8 +127,24 @@ export function compileValidator<T>(
   };
 }
 
-/** A schema may name its own message (`errorMessage`), which reads better than the generic one. */
+/**
+ * A schema may name its own message (`errorMessage`), which reads better than the generic one.
+ * Without one, a value outside a set of literals (`Literals`, `Type.Literal`) is told the
+ * values allowed, where TypeBox says only "Expected union value".
+ */
 function messageFor(schema: TSchema, fallback: string): string {
   const custom = (schema as { errorMessage?: unknown }).errorMessage;
-  return typeof custom === 'string' ? custom : fallback;
+  if (typeof custom === 'string') return custom;
+  const allowed = literalValues(schema);
+  if (allowed === null) return fallback;
+  if (allowed.length <= 2) return `Must be ${allowed.join(' or ')}`;
+  return `Must be one of ${allowed.join(', ')}`;
+}
+
+/** The values of a literal, or of a union of nothing but literals; null for any other schema. */
+function literalValues(schema: TSchema): string[] | null {
+  const literal = (member: TSchema) => ('const' in member ? String(member.const) : null);
+  const members: TSchema[] = Array.isArray(schema.anyOf) ? schema.anyOf : [schema];
+  const values = members.map(literal);
+  return values.every((value): value is string => value !== null) ? values : null;
 }

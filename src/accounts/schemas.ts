@@ -66,22 +66,15 @@ const ADMIN_STATUSES = MANAGED_STATUSES.filter(
   (status): status is Exclude<AccountStatus, 'deleted' | 'pending'> => status !== 'pending',
 );
 
-export const ManagedStatus = Literals(MANAGED_STATUSES, {
-  errorMessage: `Must be one of ${MANAGED_STATUSES.join(', ')}`,
-});
+export const ManagedStatus = Literals(MANAGED_STATUSES);
 
-export const AdminStatus = Literals(ADMIN_STATUSES, {
-  errorMessage: `Must be ${ADMIN_STATUSES.join(' or ')}`,
-});
+export const AdminStatus = Literals(ADMIN_STATUSES);
 
-export const AdminRoles = Type.Array(
-  Literals(ADMIN_ROLES, { errorMessage: `Must be ${ADMIN_ROLES.join(' or ')}` }),
-  {
-    minItems: 1,
-    uniqueItems: true,
-    errorMessage: `Must be a non-empty list of distinct roles: ${ADMIN_ROLES.join(', ')}`,
-  },
-);
+export const AdminRoles = Type.Array(Literals(ADMIN_ROLES), {
+  minItems: 1,
+  uniqueItems: true,
+  errorMessage: `Must be a non-empty list of distinct roles: ${ADMIN_ROLES.join(', ')}`,
+});
 
 function body<T extends TProperties>(properties: T, description: string): TObject<T> {
   return Type.Object(properties, { additionalProperties: false, description });

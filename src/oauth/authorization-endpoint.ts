@@ -8,10 +8,11 @@ import {
   UnauthorizedClient,
   UnsupportedResponseType,
 } from '../errors.ts';
+import { createAppUrlMismatchReport } from './app-url-mismatch.ts';
 import type { AuthorizationCodeService } from './authorization-code.ts';
 import type { ClientStore, CodeFlowStore, OAuthClient, ScopeStore } from './model.ts';
 import { CODE_CHALLENGE } from './pkce.ts';
-import { isRegisteredRedirectUri, withResponseParameters } from './redirect-uri.ts';
+import { isRegisteredRedirectUri, redirectDestination, withResponseParameters } from './redirect-uri.ts';
 import { resolveScope } from './scope.ts';
 import type { AuthorizationRequest, RequestSealer } from './sealed-request.ts';
 
@@ -47,7 +48,10 @@ export interface SignInForm {
   clientName: string;
   /** Which account store signs in: users by their email address, administrators by name. */
   accountKind: AccountKind;
-  /** Where the browser goes after the sign-in, which the page's CSP must let the form reach. */
+  /**
+   * Where the browser goes after the sign-in, which the page's CSP must let the form reach:
+   * the redirect URI's origin, or a mobile app's private-use scheme (`com.example.app:`).
+   */
   redirectOrigin: string;
   /** After a refused attempt: why, and the name that was typed. */
   error?: string;
@@ -94,10 +98,13 @@ export function createAuthorizationEndpoint(deps: {
   codes: Pick<AuthorizationCodeService, 'issueCode'>;
   /** RFC 9207: `iss` of every authorization response. */
   issuer: string;
+  /** The process log: what the operator must hear about the deployment. */
+  log?: (message: string) => void;
 }) {
   const { clients, scopes, sessions, sealer, store, codes, issuer } = deps;
   /** The origin of APP_URL, where the sign-in page is served. */
   const ownOrigin = new URL(issuer).origin;
+  const reportAppUrlMismatch = createAppUrlMismatchReport(ownOrigin, deps.log ?? (() => undefined));
 
   /** The form that continues the request, with a new one-time value. */
   function signInForm(
@@ -109,7 +116,7 @@ export function createAuthorizationEndpoint(deps: {
       csrfToken: sealer.seal(request),
       clientName: client.name,
       accountKind: client.accountKind,
-      redirectOrigin: new URL(request.redirectUri).origin,
+      redirectOrigin: redirectDestination(request.redirectUri),
       ...refused,
     };
     return { outcome: 'sign-in', form };
@@ -132,7 +139,7 @@ export function createAuthorizationEndpoint(deps: {
       const client = await clients.findByName(once(query, 'client_id') ?? '');
       if (!client) throw new InvalidAuthorizationRequest('The application (client_id) is not registered');
       const redirectUri = once(query, 'redirect_uri');
-      if (redirectUri === null || !isRegisteredRedirectUri(redirectUri, client.redirectUris))
+      if (redirectUri === null || !isRegisteredRedirectUri(redirectUri, client))
         throw new InvalidAuthorizationRequest(
           'The redirect_uri is not registered for this application, so the sign-in cannot send you back to it',
         );
@@ -164,10 +171,12 @@ export function createAuthorizationEndpoint(deps: {
      * can be sent again. (A code saved for a post whose claim then loses is never handed out.)
      */
     async signIn(attempt: SignInAttempt): Promise<AuthorizationStep> {
-      if (isCrossSitePost(attempt.sentFrom, ownOrigin))
+      if (isCrossSitePost(attempt.sentFrom, ownOrigin)) {
+        reportAppUrlMismatch(attempt.sentFrom);
         throw new Forbidden(
           'This sign-in form was sent from another site. Go back to the application and sign in again.',
         );
+      }
       const sealed = await sealer.open(attempt.csrfToken);
       if (!sealed) throw new StaleSignInForm();
       const { id, expiresAt, ...request } = sealed;
@@ -175,7 +184,7 @@ export function createAuthorizationEndpoint(deps: {
       const client = await clients.findByName(request.clientName);
       if (
         !client?.grants.includes('authorization_code') ||
-        !isRegisteredRedirectUri(request.redirectUri, client.redirectUris)
+        !isRegisteredRedirectUri(request.redirectUri, client)
       )
         throw new InvalidAuthorizationRequest('The application no longer accepts this sign-in');
       const session = await sessions.start(client.accountKind, attempt.username, attempt.password);

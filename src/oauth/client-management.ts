@@ -204,7 +204,7 @@ function assertConsistent(type: ClientType, grants: readonly GrantType[], redire
     throw new ValidationFailed({ redirectUris: ['The authorization_code grant needs at least one'] });
   const errors = new Map<string, string[]>();
   redirectUris.forEach((uri, index) => {
-    const problem = redirectUriProblem(uri);
+    const problem = redirectUriProblem(uri, type);
     if (problem !== null) errors.set(`redirectUris.${index}`, [problem]);
   });
   if (errors.size > 0) throw new ValidationFailed(Object.fromEntries(errors));

@@ -21,7 +21,6 @@ export const ClientName = Type.String({
 
 export const ClientTypeSchema = Literals(CLIENT_TYPES, {
   description: '`confidential`: has a secret; `public` (a browser or native app): has none',
-  errorMessage: `Must be ${CLIENT_TYPES.join(' or ')}`,
 });
 
 export const RedirectUris = Type.Array(Type.String({ minLength: 1, maxLength: MAX_REDIRECT_URI_LENGTH }), {
@@ -29,7 +28,8 @@ export const RedirectUris = Type.Array(Type.String({ minLength: 1, maxLength: MA
   uniqueItems: true,
   description:
     'Exact redirect URIs of the authorization code grant: https, or http://127.0.0.1 or http://[::1] ' +
-    '(any port) for a native app; the host a DNS name or an IP address, no port 0, no fragment',
+    '(any port) for a native app; the host a DNS name or an IP address, no port 0, no fragment. ' +
+    'A public client may also use a private-use scheme, a reversed domain name with a path and no host (RFC 8252 §7.1): com.example.app:/oauth2redirect',
   errorMessage: 'Must be a list of at most 20 distinct URIs',
 });
 
@@ -42,7 +42,6 @@ export const ClientGrants = Type.Array(Literals(GRANT_TYPES), {
 
 export const ClientAccounts = Literals(['user', 'admin'] as const, {
   description: 'The account store the client signs people in to',
-  errorMessage: 'Must be user or admin',
 });
 
 export const CreateClientBody = Type.Object(

@@ -7,7 +7,6 @@
  * carry a bearer token, which is why the page needs its few lines of script.
  */
 import assert from 'node:assert/strict';
-import { accessSync, constants } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,12 +16,11 @@ import { after, before, describe, test } from 'node:test';
 import { type BrowserContext, chromium } from 'playwright-core';
 import sharp from 'sharp';
 import { storeAccount, userLogin } from '../accounts/fixtures.ts';
+import { CHROMIUM, CHROMIUM_ARGS, chromiumMissing } from '../support/chromium.ts';
 import { request } from '../support/http.ts';
 import { JPEG, png, WEBP_LOSSLESS, WEBP_LOSSY } from '../support/images.ts';
 import { distinctColours } from '../support/png.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-
-const CHROMIUM = '/usr/bin/chromium';
 
 /** What an <img> knows once it decoded its image (the DOM's types are not loaded here). */
 interface DecodedImage {
@@ -30,17 +28,7 @@ interface DecodedImage {
   naturalHeight: number;
 }
 
-function chromiumMissing(): string | false {
-  try {
-    accessSync(CHROMIUM, constants.X_OK);
-    return false;
-  } catch {
-    return `${CHROMIUM} is not installed (Debian package chromium; .ci/run installs it): the avatar browser test is skipped`;
-  }
-}
-
-const skip = chromiumMissing();
-if (skip) console.log(`# ${skip}`);
+const skip = chromiumMissing('the avatar browser test');
 
 /** The app's page: a form with a file input, and the script a single-page app would run. */
 function appPage(api: string): string {
@@ -113,13 +101,7 @@ describe('uploading an avatar from a browser form', { skip }, () => {
     browser = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-      ],
+      args: CHROMIUM_ARGS,
       viewport: { width: 640, height: 420 },
     });
   });

@@ -6,7 +6,6 @@
  * Policy as it would for anyone: `form-action` governs the redirect after the post too.
  */
 import assert from 'node:assert/strict';
-import { accessSync, constants } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,38 +15,17 @@ import { after, before, describe, test } from 'node:test';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { PASSWORD, storeAccount } from '../accounts/fixtures.ts';
 import { authorizationQuery, pkce, registerClient, superuserToken } from '../support/authorization.ts';
+import { CHROMIUM, CHROMIUM_ARGS, chromiumMissing } from '../support/chromium.ts';
 import { request } from '../support/http.ts';
 import { distinctColours } from '../support/png.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-
-function chromiumMissing(): string | false {
-  try {
-    accessSync(CHROMIUM, constants.X_OK);
-    return false;
-  } catch {
-    return `${CHROMIUM} is not installed (Debian package chromium; .ci/run installs it): the browser suite is skipped`;
-  }
-}
 
 /** The id of the element that has the keyboard focus. */
 function focused(page: Page): Promise<string | null> {
   return page.locator(':focus').getAttribute('id');
 }
 
-const skip = chromiumMissing();
-if (skip) console.log(`# ${skip}`);
+const skip = chromiumMissing('the sign-in browser suite');
 
 /** The app's side: its redirect URI, answering a small page and remembering what arrived. */
 async function startApp(): Promise<{ server: Server; callback: string; arrived: URL[] }> {

@@ -190,7 +190,33 @@ describe('client commands against MongoDB', () => {
     assert.equal(m2m.code, 0, m2m.stderr);
     const spa = await cli(['client:create', ...SPA, '--grant', 'authorization_code'], env);
     assert.equal(spa.code, 0, spa.stderr);
+    const mobile = await cli(
+      'client:create --name mobile --type public --grant authorization_code --redirect-uri com.example.app:/oauth2redirect'.split(
+        ' ',
+      ),
+      env,
+    );
+    assert.equal(mobile.code, 0, mobile.stderr);
     const cases: [string, string[], RegExp][] = [
+      [
+        'http on localhost',
+        'client:create --name a --type public --grant authorization_code --redirect-uri http://localhost:3000/cb'.split(
+          ' ',
+        ),
+        /^error: --redirect-uri: .*use http:\/\/127\.0\.0\.1/,
+      ],
+      [
+        'a private-use scheme of a confidential client',
+        'client:update m2m --grant authorization_code --redirect-uri com.example.app:/oauth2redirect'.split(
+          ' ',
+        ),
+        /^error: --redirect-uri: Only a public client may use a private-use scheme/,
+      ],
+      [
+        'a scheme that is no reversed domain name',
+        'client:update mobile --redirect-uri myapp:/oauth2redirect'.split(' '),
+        /^error: --redirect-uri: .*com\.example\.app:\/oauth2redirect \(RFC 8252 §7\.1\)/,
+      ],
       [
         'a name with a space',
         ['client:create', '--name', 'my app', '--type', 'public', '--grant', 'refresh_token'],

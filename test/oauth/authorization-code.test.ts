@@ -196,6 +196,50 @@ for (const backend of backends())
         }
       });
 
+      test("a mobile app's private-use redirect URI: form-action names its scheme, and it matches exactly", async () => {
+        const redirectUri = 'com.example.app:/oauth2redirect';
+        const mobile = await registerClient(server.url, superuser, {
+          name: `mobile-${randomUUID()}`,
+          type: 'public',
+          redirectUris: [redirectUri],
+        });
+        const { verifier, challenge } = pkce();
+        const page = await openAuthorization(
+          server.url,
+          authorizationQuery(mobile.name, challenge, { redirect_uri: redirectUri }),
+        );
+        assert.equal(page.status, 200, page.html);
+        // Chromium blocks the redirect to the app under 'self' alone, and under 'self' null.
+        assert.match(
+          page.headers.get('content-security-policy') ?? '',
+          /form-action 'self' com\.example\.app:;/,
+        );
+        assert.doesNotMatch(page.html, /\bnull\b/);
+        const signedIn = await postSignIn(server.url, { csrf_token: csrfTokenOf(page.html), ...user });
+        assert.equal(signedIn.status, 303, signedIn.html);
+        assert.ok(signedIn.location?.startsWith(`${redirectUri}?`), String(signedIn.location));
+        const tokens = await exchangeCode(server.url, {
+          client_id: mobile.name,
+          code: redirectParameters(signedIn.location).get('code') ?? '',
+          code_verifier: verifier,
+          redirect_uri: redirectUri,
+        });
+        assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
+        for (const other of [
+          'com.example.app:/oauth2redirect/more',
+          'com.example.app:/oauth2redirect?more=1',
+          'com.example.app://oauth2redirect',
+          'com.example.other:/oauth2redirect',
+          'COM.EXAMPLE.APP:/oauth2redirect',
+        ]) {
+          const refused = await openAuthorization(
+            server.url,
+            authorizationQuery(mobile.name, challenge, { redirect_uri: other }),
+          );
+          assertRefusedOnThePage(refused, /redirect_uri is not registered/);
+        }
+      });
+
       test('the sign-in page is sent with its security headers', async () => {
         const page = await openAuthorization(server.url, authorizationQuery(spa.name, pkce().challenge));
         assert.equal(
@@ -795,5 +839,42 @@ describe('an expired authorization code', () => {
     const refused = await exchangeCode(server.url, { client_id: spa.name, code, code_verifier: verifier });
     assert.equal(refused.status, 400);
     assert.equal(refused.body.error, 'invalid_grant');
+  });
+});
+
+describe('an APP_URL other than the address the sign-in page is served at', () => {
+  let server: TestServer;
+  const logged: string[] = [];
+  before(async () => {
+    server = await startTestServer({ env: { APP_URL: ISSUER }, log: (line) => logged.push(line) });
+  });
+  after(() => server.close());
+
+  test('refuses every sign-in, and the process log says so once, naming both origins', async () => {
+    const superuser = await superuserToken(server.url);
+    const spa = await registerClient(server.url, superuser, { name: 'spa', type: 'public' });
+    const post = async (headers: Record<string, string>) => {
+      const page = await openAuthorization(server.url, authorizationQuery(spa.name, pkce().challenge));
+      const form = { csrf_token: csrfTokenOf(page.html), ...SEEDED_USER };
+      const refused = await postSignIn(server.url, form, headers);
+      assert.equal(refused.status, 403, refused.html);
+      return form;
+    };
+    const start = logged.length;
+    // Another site's post is an attack on the person, not a misconfiguration: nothing is logged.
+    await post({ 'Sec-Fetch-Site': 'cross-site', Origin: 'https://evil.example' });
+    await post({ 'Sec-Fetch-Site': 'same-site', Origin: 'https://other.issuer.example.test' });
+    assert.deepEqual(logged.slice(start), []);
+
+    // The browser says the page that posted is of the same origin as the service: the service
+    // is served at an address APP_URL does not name.
+    const sameOrigin = { 'Sec-Fetch-Site': 'same-origin', Origin: server.url };
+    const form = await post(sameOrigin);
+    await post(sameOrigin);
+    const lines = logged.slice(start);
+    assert.equal(lines.length, 1, JSON.stringify(lines));
+    assert.ok(lines[0]?.includes(server.url), lines[0]);
+    assert.ok(lines[0]?.includes(ISSUER), lines[0]);
+    assert.ok(!lines[0]?.includes(form.csrf_token) && !lines[0]?.includes(form.password), 'no secret logged');
   });
 });

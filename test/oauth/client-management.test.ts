@@ -173,7 +173,26 @@ for (const backend of backends())
           { ...valid, redirectUris: ['https://u:p@app.example.test/cb'] },
           'redirectUris.0',
         ],
-        ['a private-use scheme', { ...valid, redirectUris: ['com.example.app:/cb'] }, 'redirectUris.0'],
+        ...[
+          ['a single-label scheme', 'myapp:/cb'],
+          ['javascript:', 'javascript:alert(1)'],
+          ['data:', 'data:text/html,hi'],
+          ['file:', 'file:///etc/passwd'],
+          ['an authority after the scheme', 'com.example.app://cb'],
+          ['an empty authority after the scheme', 'com.example.app:///cb'],
+          ['no path', 'com.example.app:cb'],
+          ['a capital in the scheme', 'Com.Example.App:/cb'],
+          ['a fragment', 'com.example.app:/cb#x'],
+          ['a label ending in a hyphen', 'com.example-.app:/cb'],
+          ['an empty label', 'com..app:/cb'],
+          ['a plus', 'com.example+app:/cb'],
+          ['a label starting with a hyphen', 'com.-example.app:/cb'],
+          ['a leading digit', '1com.example.app:/cb'],
+        ].map(([shape, uri]): [string, Record<string, unknown>, string] => [
+          `a private-use scheme with ${shape}: ${uri}`,
+          { ...valid, redirectUris: [uri] },
+          'redirectUris.0',
+        ]),
         ...['a;b', 'a,b', "a'b", 'a"b', 'a!b', 'a_b', '-a', 'a-', 'a..b', 'a.'].map(
           (host): [string, Record<string, unknown>, string] => [
             `a host that is no host name: ${host}`,
@@ -211,6 +230,9 @@ for (const backend of backends())
           'http://127.0.0.1/cb',
           'http://127.0.0.1:65535/cb',
           'http://[::1]:8080/cb',
+          'com.example.app:/oauth2redirect',
+          'com.example.app:/',
+          'io.github.some-one.app2:/callback/example?x=1',
         ];
         const created = await call('POST', '/oauth-clients', {
           name: unique('shapes'),
@@ -221,6 +243,53 @@ for (const backend of backends())
         });
         assert.equal(created.status, 201, JSON.stringify(created.body));
         assert.deepEqual(created.body.redirectUris, redirectUris);
+      });
+
+      test('why a redirect URI is refused: localhost, any other scheme, a private-use one of a confidential client', async () => {
+        const problem = async (type: string, uri: string) => {
+          const refused = await call('POST', '/oauth-clients', {
+            ...valid,
+            name: unique('why'),
+            type,
+            redirectUris: [uri],
+          });
+          assert.equal(refused.status, 400, JSON.stringify(refused.body));
+          return String((refused.body.errors as Record<string, string[]>)['redirectUris.0']);
+        };
+        assert.match(await problem('public', 'http://localhost:8080/cb'), /use http:\/\/127\.0\.0\.1/);
+        assert.match(
+          await problem('public', 'myapp:/cb'),
+          /reversed domain name.*com\.example\.app:\/oauth2redirect/,
+        );
+        assert.match(
+          await problem('public', 'com.example.app://cb'),
+          /com\.example\.app:\/path, with no host/,
+        );
+        assert.match(await problem('confidential', 'com.example.app:/cb'), /only a public client/i);
+        const confidential = await call('POST', '/oauth-clients', {
+          ...valid,
+          name: unique('web'),
+          type: 'confidential',
+          redirectUris: ['https://app.example.test/cb'],
+        });
+        assert.equal(confidential.status, 201, JSON.stringify(confidential.body));
+        const changed = await call('PATCH', `/oauth-clients/${confidential.body.name}`, {
+          redirectUris: ['com.example.app:/cb'],
+        });
+        assert.equal(changed.status, 400, JSON.stringify(changed.body));
+        assert.match(String((changed.body.errors as Record<string, string[]>)['redirectUris.0']), /public/);
+      });
+
+      test('a value outside an enumeration is told the values allowed', async () => {
+        const refused = await call('POST', '/oauth-clients', {
+          ...valid,
+          name: unique('enum'),
+          grants: ['authorization_code', 'implicit'],
+        });
+        assert.equal(refused.status, 400, JSON.stringify(refused.body));
+        assert.deepEqual((refused.body.errors as Record<string, string[]>)['grants.1'], [
+          'Must be one of password, refresh_token, client_credentials, authorization_code',
+        ]);
       });
 
       test('a public client has no secret to rotate; a change must leave the client consistent', async () => {

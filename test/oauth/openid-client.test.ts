@@ -153,11 +153,15 @@ describe('openid-client v6: the authorization code grant with PKCE', () => {
   }
 
   /** An authorization request with PKCE and state, as the library builds it. */
-  async function authorizationRequest(config: client.Configuration, scope = 'api') {
+  async function authorizationRequest(
+    config: client.Configuration,
+    scope = 'api',
+    redirectUri = SPA_REDIRECT,
+  ) {
     const verifier = client.randomPKCECodeVerifier();
     const state = client.randomState();
     const url = client.buildAuthorizationUrl(config, {
-      redirect_uri: SPA_REDIRECT,
+      redirect_uri: redirectUri,
       scope,
       code_challenge: await client.calculatePKCECodeChallenge(verifier),
       code_challenge_method: 'S256',
@@ -166,8 +170,11 @@ describe('openid-client v6: the authorization code grant with PKCE', () => {
     return { url, checks: { pkceCodeVerifier: verifier, expectedState: state } };
   }
 
-  async function flow(config: client.Configuration): Promise<client.TokenEndpointResponse> {
-    const { url, checks } = await authorizationRequest(config);
+  async function flow(
+    config: client.Configuration,
+    redirectUri = SPA_REDIRECT,
+  ): Promise<client.TokenEndpointResponse> {
+    const { url, checks } = await authorizationRequest(config, 'api', redirectUri);
     return client.authorizationCodeGrant(config, await signIn(url), checks);
   }
 
@@ -182,6 +189,19 @@ describe('openid-client v6: the authorization code grant with PKCE', () => {
       String(tokens.refresh_token),
     );
     assert.notEqual(refreshed.refresh_token, tokens.refresh_token);
+  });
+
+  test("a mobile app: a public client whose redirect URI is a private-use scheme (RFC 8252 §7.1), as AppAuth's", async () => {
+    const redirectUri = 'com.example.app:/oauth2redirect';
+    const mobile = await registerClient(server.url, superuser, {
+      name: 'mobile',
+      type: 'public',
+      redirectUris: [redirectUri],
+    });
+    const tokens = await flow(configuration(mobile.name, client.None()), redirectUri);
+    const own = await request(server.url, 'GET', '/users/my-account', { token: tokens.access_token });
+    assert.equal(own.body.identity, SEEDED_USER.username);
+    assert.equal(typeof tokens.refresh_token, 'string');
   });
 
   test('a confidential client, with its secret in HTTP Basic and in the body', async () => {

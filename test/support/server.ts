@@ -52,6 +52,8 @@ export async function startTestServer(
      * take its own form's posts (the port is chosen before the start).
      */
     ownAppUrl?: boolean;
+    /** Receives the lines of the process log (start-up, warnings); by default they are dropped. */
+    log?: (message: string) => void;
   } = {},
 ): Promise<TestServer> {
   const listenPort = options.ownAppUrl ? await freePort() : 0;
@@ -75,7 +77,7 @@ export async function startTestServer(
     },
     readPackageInfo(),
   );
-  const app = await createApplication(config, { log: () => undefined });
+  const app = await createApplication(config, { log: options.log ?? (() => undefined) });
   await new Promise<void>((resolve) => app.server.listen(listenPort, '127.0.0.1', resolve));
   const { port } = app.server.address() as AddressInfo;
   return {

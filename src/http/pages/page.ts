@@ -35,7 +35,7 @@ export function pageHeaders(redirectOrigins: readonly string[] = []): Record<str
   };
 }
 
-/** A CSP source for an origin. CSP has no syntax for an IPv6 literal, so `http://[::1]:port` can only be its scheme. */
+/** A CSP source for an origin (a scheme passes as it is). CSP has no syntax for an IPv6 literal, so `http://[::1]:port` can only be its scheme. */
 function formActionSource(origin: string): string {
   return origin.includes('[') ? `${new URL(origin).protocol}` : origin;
 }

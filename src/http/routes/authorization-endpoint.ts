@@ -30,7 +30,7 @@ const fixedPageHeader = (name: string, description: string): HeaderSpec => ({
 const PAGE_HEADERS: Record<string, HeaderSpec> = {
   'Content-Security-Policy': {
     description:
-      "`default-src 'none'; style-src 'self'; form-action 'self' <origin of the redirect URI>; frame-ancestors 'none'; …`",
+      "`default-src 'none'; style-src 'self'; form-action 'self' <origin of the redirect URI, or a private-use redirect URI's scheme>; frame-ancestors 'none'; …`",
     schema: Type.String({ pattern: "^default-src 'none'; .*frame-ancestors 'none'" }),
     required: true,
   },

@@ -52,7 +52,7 @@ export const authorizationCodeGrant: Grant<CodeExchange> = {
     if (grant.redirectUri !== redirectUri)
       throw new InvalidGrant('redirect_uri is not the one of the authorization request');
     // The client may have dropped the URI since the sign-in: a code for it no longer counts.
-    if (!isRegisteredRedirectUri(redirectUri, client.redirectUris))
+    if (!isRegisteredRedirectUri(redirectUri, client))
       throw new InvalidGrant('redirect_uri is no longer registered for this client');
     if (!verifiesChallenge(verifier, grant.codeChallenge))
       throw new InvalidGrant('code_verifier does not match the code_challenge');
