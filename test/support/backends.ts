@@ -80,6 +80,16 @@ export async function startRedis(extraArgs: readonly string[] = []): Promise<Bac
   return manage('redis-server', args, port, dir, `redis://127.0.0.1:${port}`, async () => {});
 }
 
+/**
+ * A redis-server on `port` (chosen beforehand, so that other servers' arguments can name it)
+ * with the arguments `args` gives for its data dir: a data node, or with `--sentinel` a
+ * Sentinel. `restart` brings it back on the same port over the same dir, as a restart policy would.
+ */
+export async function startRedisOn(port: number, args: (dir: string) => string[]): Promise<Backend> {
+  const dir = mkdtempSync(join(tmpdir(), 'redis-'));
+  return manage('redis-server', args(dir), port, dir, `redis://127.0.0.1:${port}`, async () => {});
+}
+
 export interface SentinelSetup {
   /** The service's REDIS_URL for it. */
   url: string;
