@@ -178,7 +178,8 @@ export async function startSentinelSetup(): Promise<SentinelSetup> {
   };
 }
 
-export async function startFerretDb(): Promise<Backend> {
+/** A private FerretDB; `extraArgs` are more of its options (`--setup-username`, ...). */
+export async function startFerretDb(extraArgs: readonly string[] = []): Promise<Backend> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'ferretdb-'));
   const args = [
@@ -190,6 +191,7 @@ export async function startFerretDb(): Promise<Backend> {
     '--debug-addr=-',
     '--telemetry=disable',
     '--log-level=error',
+    ...extraArgs,
   ];
   const url = `mongodb://127.0.0.1:${port}/test`;
   // FerretDB accepts TCP before its backend is usable, so also wait for a ping.
