@@ -117,7 +117,7 @@ export const SETTINGS = {
       'One server: `redis://[[user]:password@]host[:port][/db]` (`rediss://` over TLS). Sentinel: ' +
       '`redis+sentinel://[:password@]host1:26379,host2:26379/<master-name>[/<db>]`, which follows ' +
       'failovers by itself. Redis Cluster: `redis+cluster://[:password@]host1:7000,host2:7001` (any ' +
-      'of its nodes). The password is that of the Redis servers, and of the Sentinels that require one. ' +
+      'of its nodes). The password is that of the Redis servers; Sentinels are asked without one. ' +
       'No query options: the [connection defaults](#connections-to-mongodb-and-redis) are not ' +
       'for overriding.',
     example: 'redis://:password@redis:6379',

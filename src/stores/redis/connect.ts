@@ -69,9 +69,6 @@ function createClient(target: RedisTarget, commandTimeout: number): RedisClient 
         commandTimeout,
         ...credentials,
         sentinels: target.sentinels,
-        // The Sentinels of a deployment with a password require it too (docker-compose.ha.yml);
-        // one that requires none accepts it.
-        ...(target.password ? { sentinelPassword: target.password } : {}),
         name: target.masterName,
         db: target.db,
         sentinelRetryStrategy: (times) => backoff(times, 100),
