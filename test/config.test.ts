@@ -12,6 +12,7 @@ describe('configuration', () => {
   test('the defaults are the documented ones', () => {
     const config = loadConfig({}, pkg);
     assert.equal(config.port, 8080);
+    assert.equal(config.host, '127.0.0.1', 'only this machine, unless HOST says otherwise');
     assert.equal(config.appUrl, 'http://localhost:8080');
     assert.equal(config.accessTokenTtl, 86400);
     assert.equal(config.refreshTokenTtl, 2592000);

@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import { type Application, createApplication } from '../app.ts';
 import type { Config } from '../config/config.ts';
 import { createProcessLogger } from '../logging/error-log.ts';
-import { defaultsStillInPlace } from '../seed.ts';
+import { notForProduction } from '../production-check.ts';
 
 /** While stopping, how often connections that finished their last request are closed. */
 const IDLE_SWEEP_MS = 100;
@@ -44,10 +44,14 @@ export async function runWorker(config: Config): Promise<void> {
     log: (message) => log.info(message),
     hashThreads: config.hashThreads,
   });
-  if (config.production) {
-    for (const warning of await defaultsStillInPlace(app.stores, app.passwords)) {
-      log.warn(`Publicly known default in production: ${warning}; replace it`);
-    }
+  // One entry per start: the first worker's (a replacement worker does not repeat it).
+  if (config.production && (!cluster.isWorker || cluster.worker?.id === 1)) {
+    const found = await notForProduction(config, app.stores, app.passwords);
+    if (found.length > 0)
+      log.warn(
+        { notForProduction: found },
+        `Not for production (${found.length}; \`config:check\` lists them too): ${found.join('; ')}`,
+      );
   }
   await listen(app.server, config.port, config.host);
   if (stopping) return;

@@ -37,7 +37,11 @@ export const SETTINGS = {
   HOST: {
     section: 'service',
     meaning: 'Address the HTTP workers listen on.',
-    default: '0.0.0.0',
+    default: '127.0.0.1',
+    notes:
+      'Only this machine reaches the service unless it is set: the Dockerfile and the compose ' +
+      'files set `0.0.0.0`, and a proxy on another host needs it too.',
+    example: '0.0.0.0',
     value: text('an IP address or host name'),
   },
   WORKERS: {
@@ -81,8 +85,10 @@ export const SETTINGS = {
   },
   NODE_ENV: {
     section: 'service',
-    meaning: 'Set to `production`, every start warns about each publicly known seed secret still in place.',
-    unset: 'no warnings',
+    meaning:
+      'Set to `production`, every start names in one log entry what a production deployment should ' +
+      'not have (the list of `config:check`).',
+    unset: 'no such entry',
     example: 'production',
     envFile: 'set',
     value: text('any text; only `production` has an effect'),
@@ -117,7 +123,9 @@ export const SETTINGS = {
       'One server: `redis://[[user]:password@]host[:port][/db]` (`rediss://` over TLS). Sentinel: ' +
       '`redis+sentinel://[:password@]host1:26379,host2:26379/<master-name>[/<db>]`, which follows ' +
       'failovers by itself. Redis Cluster: `redis+cluster://[:password@]host1:7000,host2:7001` (any ' +
-      'of its nodes). The password is that of the Redis servers; Sentinels are asked without one. ' +
+      'of its nodes). The password is that of the Redis servers, and with Sentinel of the Sentinels ' +
+      'too (one password for the set, as docker-compose.ha.yml gives it; a Sentinel that requires ' +
+      'none takes it with a warning from ioredis). ' +
       'No query options: the [connection defaults](#connections-to-mongodb-and-redis) are not ' +
       'for overriding.',
     example: 'redis://:password@redis:6379',

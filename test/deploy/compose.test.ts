@@ -118,6 +118,11 @@ describe('docker-compose.yml', { skip: composeCheckSkipped }, () => {
     ]);
   });
 
+  test('the app listens on every address of its container, as the image says: HOST 0.0.0.0', () => {
+    for (const file of [compose, ha]) assert.equal(environment(service('app', file)).HOST, '0.0.0.0');
+    assert.match(dockerfile, /\bHOST=0\.0\.0\.0\b/);
+  });
+
   test('every app container mounts the shared keys and log volumes where the app looks for them', () => {
     const app = service('app', compose);
     const env = environment(app);

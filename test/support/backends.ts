@@ -178,6 +178,42 @@ export async function startSentinelSetup(): Promise<SentinelSetup> {
   };
 }
 
+/**
+ * A private Sentinel watching `masterName` at 127.0.0.1:`masterPort`, quorum 2; `extraConf` are
+ * more lines of its configuration (a password, say).
+ */
+export async function startSentinel(
+  masterName: string,
+  masterPort: number,
+  extraConf: readonly string[] = [],
+): Promise<Backend & { port: number }> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'sentinel-'));
+  const conf = join(dir, 'sentinel.conf');
+  writeFileSync(
+    conf,
+    [
+      `port ${port}`,
+      'bind 127.0.0.1',
+      `dir ${dir}`,
+      `sentinel monitor ${masterName} 127.0.0.1 ${masterPort} 2`,
+      `sentinel down-after-milliseconds ${masterName} 1000`,
+      `sentinel failover-timeout ${masterName} 5000`,
+      ...extraConf,
+      '',
+    ].join('\n'),
+  );
+  const backend = await manage(
+    'redis-server',
+    [conf, '--sentinel'],
+    port,
+    dir,
+    `redis://127.0.0.1:${port}`,
+    async () => {},
+  );
+  return { ...backend, port };
+}
+
 /** A private FerretDB; `extraArgs` are more of its options (`--setup-username`, ...). */
 export async function startFerretDb(extraArgs: readonly string[] = []): Promise<Backend> {
   const port = await freePort();

@@ -3,6 +3,7 @@ import type { Config, ServiceDescription } from '../../config/config.ts';
 import { registerAdminCreate } from './admin-create.ts';
 import { registerBackendsCheck } from './backends-check.ts';
 import { registerClientCommands } from './client.ts';
+import { registerConfigCheck } from './config-check.ts';
 import { registerConfigDocs } from './config-docs.ts';
 import { registerKeysGenerate } from './keys-generate.ts';
 import { registerKeysList } from './keys-list.ts';
@@ -36,4 +37,5 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerRouteList,
   registerOpenApiGenerate,
   registerConfigDocs,
+  registerConfigCheck,
 ];

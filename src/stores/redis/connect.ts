@@ -68,6 +68,10 @@ function createClient(target: RedisTarget, commandTimeout: number): RedisClient 
         ...REDIS_OPTIONS,
         commandTimeout,
         ...credentials,
+        // One password for the set: the Sentinels require it as the data nodes do
+        // (docker-compose.ha.yml), or take it with a warning when they require none.
+        sentinelUsername: target.username,
+        sentinelPassword: target.password,
         sentinels: target.sentinels,
         name: target.masterName,
         db: target.db,

@@ -3,7 +3,7 @@
  *   redis://[[user]:password@]host[:port][/db]             one server (rediss:// over TLS)
  *   redis+sentinel://[:password@]h1[:26379],h2/master[/db]  the master Sentinel names
  *   redis+cluster://[:password@]h1[:6379],h2                 a Redis Cluster, from any of its nodes
- * The password is that of the Redis servers (Sentinels are asked without one). A query is
+ * The password is that of the Redis servers, and with Sentinel of the Sentinels too. A query is
  * refused: ioredis would let its options override the safety options of redis/connect.ts.
  * Parsed by hand, in one pass over each part, because the multi-host forms are not URLs.
  */
