@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Sourced by .ci/run: starts a private redis-server and FerretDB (SQLite) on free loopback
-# ports and exports REDIS_URL / MONGODB_URL for the contract tests, and a 3-master Redis
-# Cluster and a Sentinel setup (primary, replica, 3 Sentinels), exported as
+# ports and exports REDIS_URL / MONGODB_URL for the contract tests, and a Redis Cluster (3
+# primaries, a replica each) and a Sentinel setup (primary, replica, 3 Sentinels), exported as
 # REDIS_CLUSTER_URL / REDIS_SENTINEL_URL. The caller does
 #   source .ci/backends.sh && trap stop_backends EXIT
 # It never touches a Redis or MongoDB the machine may already run (e.g. on 6379/27017).
@@ -166,19 +166,25 @@ _backends_wait_redis() {
   return 1
 }
 
-# A real 3-master Redis Cluster; exports REDIS_CLUSTER_URL.
+# A real Redis Cluster of 3 shards, each a primary and a replica (the service's writes wait for
+# one replica of their shard by default); exports REDIS_CLUSTER_URL.
 _backends_start_redis_cluster() {
   local ports=() port
-  for n in 1 2 3; do
+  for n in 1 2 3 4 5 6; do
     port=$(_backends_redis_on_free_port "cluster$n" --cluster-enabled yes \
-      --cluster-config-file "$BACKENDS_DIR/cluster$n/nodes.conf" --cluster-node-timeout 2000) || return 1
+      --cluster-config-file "$BACKENDS_DIR/cluster$n/nodes.conf" --cluster-node-timeout 2000 \
+      --repl-diskless-sync-delay 0) || return 1
     ports+=("$port")
   done
-  redis-cli --cluster create "${ports[@]/#/127.0.0.1:}" --cluster-replicas 0 --cluster-yes \
+  redis-cli --cluster create "${ports[@]/#/127.0.0.1:}" --cluster-replicas 1 --cluster-yes \
     >"$BACKENDS_DIR/cluster-create.log" 2>&1 || { cat "$BACKENDS_DIR/cluster-create.log" >&2; return 1; }
-  for port in "${ports[@]}"; do _backends_wait_redis "$port" cluster_state:ok cluster info || return 1; done
+  for port in "${ports[@]}"; do
+    _backends_wait_redis "$port" cluster_state:ok cluster info || return 1
+    # A replica confirms writes only once in sync; a primary answers role:master here.
+    _backends_wait_redis "$port" 'role:master\|master_link_status:up' info replication || return 1
+  done
   export REDIS_CLUSTER_URL="redis+cluster://127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}"
-  _backends_log "Redis Cluster on $REDIS_CLUSTER_URL"
+  _backends_log "Redis Cluster on $REDIS_CLUSTER_URL (3 primaries, a replica each)"
 }
 
 # A primary, a replica and 3 Sentinels watching them; exports REDIS_SENTINEL_URL.

@@ -10,7 +10,7 @@
  * 1 process and a 2-worker cluster) and on @node-oauth/oauth2-server 5 with a lean model
  * (bench/oauth2-server-peer.ts, 1 process); the refresh and password grants on the service
  * and on that peer; reads across the three setups of the service, and refresh grants on them
- * and behind Sentinels with a replica acknowledging every rotation, each setup's refresh grant
+ * and behind Sentinels and in a Cluster with a replica acknowledging every rotation, each setup's refresh grant
  * beside its `client_credentials` grant on as many connections; and the Redis memory that
  * refresh-token sessions hold (on a Redis of its own), within the retry window and after it;
  * the account listings (bench/search.ts), and avatar uploads: one's cost, and `GET /` beside 20
@@ -34,6 +34,7 @@ import { Worker } from 'node:worker_threads';
 import bcrypt from 'bcryptjs';
 import {
   onPath,
+  startClusterSetup,
   startFerretDb,
   startRedis,
   startSentinelSetup,
@@ -398,6 +399,7 @@ async function compareReads(memory: Measured, real1: Measured, real2: Measured):
 interface RealRefresh {
   two: Server;
   behindSentinels: Server;
+  behindCluster: Server;
 }
 
 async function compareRefresh(memory: Server, real: RealRefresh | undefined, nodeOauth: Server) {
@@ -421,6 +423,7 @@ async function compareRefresh(memory: Server, real: RealRefresh | undefined, nod
           real: grant(real.two, ours(real.two.url)),
           realCredentials: credentials(real.two),
           sentinel: grant(real.behindSentinels, ours(real.behindSentinels.url)),
+          cluster: grant(real.behindCluster, ours(real.behindCluster.url)),
         }
       : {}),
     nodeOauth: grant(nodeOauth, peer(nodeOauth.url)),
@@ -428,10 +431,10 @@ async function compareRefresh(memory: Server, real: RealRefresh | undefined, nod
   // Warm-up of the two that have not run refreshes yet (the others ran their unpaired rows):
   // a cold service spends its first slice in the JIT and in opening connections.
   log('refresh grant: warm-up');
-  for (const key of ['sentinel', 'nodeOauth']) await measures[key]?.();
+  for (const key of ['sentinel', 'cluster', 'nodeOauth']) await measures[key]?.();
   const m = await interleaved(
     real
-      ? 'refresh grant: 1 worker memory, 2 workers real, 2 workers real behind Sentinels, oauth2-server; client_credentials beside it'
+      ? 'refresh grant: 1 worker memory, 2 workers real, 2 workers real behind Sentinels and in a Cluster, oauth2-server; client_credentials beside it'
       : 'refresh grant: 1 worker memory, oauth2-server; client_credentials beside it',
     measures,
   );
@@ -473,6 +476,10 @@ async function compareRefresh(memory: Server, real: RealRefresh | undefined, nod
     { name: credentialsName, setup: '2 workers, real', m: realCredentials },
     versusMemory('2 workers, real', measured(m, 'real'), realCredentials),
     versusMemory('2 workers, real, Sentinel: 1 replica acknowledges each change', measured(m, 'sentinel')),
+    versusMemory(
+      '2 workers, real, Cluster of 3 shards: 1 replica of the shard acknowledges each change',
+      measured(m, 'cluster'),
+    ),
   );
 }
 
@@ -598,7 +605,9 @@ async function main(): Promise<void> {
 
   // Real backends: 1 worker, then 2 workers, over the same private servers.
   const missing = ['redis-server', 'ferretdb'].filter((binary) => !onPath(binary));
-  let real: { one: Measured; two: Measured; behindSentinels: Server; mongoUrl: string } | undefined;
+  let real:
+    | { one: Measured; two: Measured; behindSentinels: Server; behindCluster: Server; mongoUrl: string }
+    | undefined;
   if (missing.length > 0) {
     log(`skipping the real-backend runs: ${missing.join(' and ')} not on PATH`);
   } else {
@@ -618,10 +627,19 @@ async function main(): Promise<void> {
       REDIS_URL: sentinels.url,
       WORKERS: '2',
     });
+    // And in a Cluster, where REDIS_MIN_REPLICA_ACKS is 1 too: a replica of each change's shard.
+    const cluster = await startClusterSetup();
+    stopLater(() => cluster.dispose());
+    const behindCluster = await startService({
+      MONGODB_URL: withDatabase(ferret.url, uniqueName('bench_cluster')),
+      REDIS_URL: cluster.url,
+      WORKERS: '2',
+    });
     real = {
       one: { server: one, reads: real1.reads },
       two: { server: two, reads: real2.reads },
       behindSentinels,
+      behindCluster,
       mongoUrl: ferret.url,
     };
   }
@@ -630,7 +648,11 @@ async function main(): Promise<void> {
   if (real) await compareReads({ server: memory, reads: mem.reads }, real.one, real.two);
   await compareRefresh(
     memory,
-    real && { two: real.two.server, behindSentinels: real.behindSentinels },
+    real && {
+      two: real.two.server,
+      behindSentinels: real.behindSentinels,
+      behindCluster: real.behindCluster,
+    },
     nodeOauth,
   );
   await comparePassword(memory, nodeOauth);
@@ -640,6 +662,7 @@ async function main(): Promise<void> {
     real?.one.server.stop(),
     real?.two.server.stop(),
     real?.behindSentinels.stop(),
+    real?.behindCluster.stop(),
   ]);
   if (real) await reportSessionMemory(real.mongoUrl);
   // The account listings over 100,000 users, on memory and FerretDB (bench/search.ts).

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { parseRedisUrl } from '../stores/redis/url.ts';
-import { type Config, ConfigError, type ServiceDescription } from './config.ts';
+import type { Config, ServiceDescription } from './config.ts';
 import { deprecations, responseHeaders } from './config-file.ts';
 import type { Setting, ValueKind } from './setting.ts';
 import { SETTINGS, type SettingName } from './settings.ts';
@@ -114,13 +114,11 @@ export function loadConfig(env: Env, packageInfo: PackageInfo): Config {
 }
 
 /**
- * Replicas each refresh-token change waits for: by default one behind Sentinels, which fail
- * over to a replica, and none otherwise. A Cluster spreads the writes over several primaries,
- * which one WAIT cannot follow.
+ * Replicas each refresh-token change waits for: by default one behind Sentinels and in a
+ * Cluster, which fail over to a replica (in a Cluster, the shard's that owns the change), and
+ * none otherwise.
  */
 function replicaAcks(redisUrl: string | undefined, configured: number | undefined): number {
   const shape = redisUrl === undefined ? undefined : parseRedisUrl(redisUrl).shape;
-  if (configured !== undefined && configured > 0 && shape === 'cluster')
-    throw new ConfigError('REDIS_MIN_REPLICA_ACKS', 'cannot be used with a redis+cluster:// REDIS_URL');
-  return configured ?? (shape === 'sentinel' ? 1 : 0);
+  return configured ?? (shape === 'sentinel' || shape === 'cluster' ? 1 : 0);
 }

@@ -139,11 +139,13 @@ export const SETTINGS = {
     meaning:
       'Replicas that must have a refresh-token change (a sign-in, a rotation, a revocation) before it ' +
       'is answered; one they do not confirm in time is answered 503, and the client retries.',
-    unset: '1 when `REDIS_URL` names Sentinels (`redis+sentinel://`), otherwise 0',
+    unset:
+      '1 when `REDIS_URL` names Sentinels (`redis+sentinel://`) or a Cluster (`redis+cluster://`), otherwise 0',
     notes:
-      'Redis `WAIT`: a refresh answered 200 survives the loss of the primary. With one replica, ' +
-      'refreshes and sign-ins answer 503 while it is down: [replicas](operations.md#redis-replicas). ' +
-      'Not with `redis+cluster://`, whose writes go to many primaries.',
+      'Redis `WAIT`: a refresh answered 200 survives the loss of the primary (in a Cluster, of ' +
+      'the shard that owns the change, whose replicas confirm it). With one replica (per shard), ' +
+      'refreshes and sign-ins answer 503 while it is down, without waiting once the primary ' +
+      'reports it gone: [replicas](operations.md#redis-replicas).',
     value: integer(0, 16),
   },
   REDIS_REPLICA_ACK_TIMEOUT_MS: {

@@ -13,8 +13,8 @@ import type { Connection } from '../../src/stores/connection.ts';
 import { connectRedis, type RedisClient } from '../../src/stores/redis/connect.ts';
 import { RedisRefreshTokenStore } from '../../src/stores/redis/refresh-tokens.ts';
 import { acknowledgedWrites } from '../../src/stores/redis/writes.ts';
-import { onPath, type SentinelSetup, startSentinelSetup } from '../support/backends.ts';
-import { onceSucceeds } from '../support/eventually.ts';
+import { onPath, type SentinelSetup, startRedis, startSentinelSetup } from '../support/backends.ts';
+import { eventually, onceSucceeds } from '../support/eventually.ts';
 import { FRONTEND_CLIENT, passwordGrant, refreshGrant, request, SEEDED_USER } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -202,5 +202,131 @@ describe('refresh-token changes acknowledged by a Redis replica', {
     } finally {
       primary.disconnect();
     }
+  });
+});
+
+/**
+ * A replica that is gone (killed, its connection closed) cannot confirm anything: once the
+ * primary says so, a change is refused at once, neither made nor waited for, until a replica
+ * is back. Each test runs Redis processes of its own, since it kills them.
+ */
+describe('refusals at once while the primary has no replica to confirm', {
+  skip: onPath('redis-server') ? false : 'redis-server not on PATH: replica acknowledgements not tested',
+}, () => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  after(() => Promise.all(cleanups.map((cleanup) => cleanup())));
+
+  /** A store over `url` that reads on one connection and makes acknowledged changes on another. */
+  async function storeOver(url: string, prefix: string) {
+    const [reader, writer] = await Promise.all(
+      [0, 1].map(() => connectRedis(url, { deadline: Date.now() + 15_000, log: () => {} })),
+    );
+    if (!reader || !writer) throw new Error('two connections');
+    cleanups.push(() => Promise.all([reader.close(), writer.close()]));
+    return new RedisRefreshTokenStore(reader.client, {
+      prefix,
+      writes: acknowledgedWrites(writer.client, 1, 500),
+    });
+  }
+
+  /** WAITs the Redis at `url` has run, and the family's record there. */
+  async function observe(url: string, prefix: string, familyId: string) {
+    const redis = new Redis(url);
+    try {
+      const stats = await redis.info('commandstats');
+      return {
+        waits: Number(/cmdstat_wait:calls=(\d+)/.exec(stats)?.[1] ?? 0),
+        family: await redis.hgetall(`${prefix}{${familyId}}`),
+      };
+    } finally {
+      redis.disconnect();
+    }
+  }
+
+  /**
+   * Rotates `presented` until a refusal comes without a WAIT, then checks that the following
+   * ones are refused so too and change nothing; returns the retry record the rotation uses.
+   */
+  async function refusedAtOnce(
+    store: RedisRefreshTokenStore,
+    primaryUrl: () => Promise<string>,
+    prefix: string,
+    grant: RefreshTokenGrant,
+    presented: { generation: number; mac: string },
+  ) {
+    const retry = {
+      sealedSuccessor: 'sealed',
+      until: Date.now() + 60_000,
+      limit: Date.now() + MAX_REFRESH_TOKEN_RETRY_SECONDS * 1000,
+    };
+    const attempt = () =>
+      store.rotate(
+        grant,
+        presented,
+        { generation: presented.generation + 1, mac: randomBytes(16).toString('base64url') },
+        retry,
+      );
+    await onceSucceeds(
+      async () => {
+        const before = await observe(await primaryUrl(), prefix, grant.familyId);
+        await assert.rejects(attempt(), NotReplicated);
+        const after = await observe(await primaryUrl(), prefix, grant.familyId);
+        if (after.waits !== before.waits) throw new Error('the refusal still waited for a replica');
+      },
+      { timeoutMs: 20_000 },
+    );
+    const before = await observe(await primaryUrl(), prefix, grant.familyId);
+    for (let i = 0; i < 5; i++) await assert.rejects(attempt(), NotReplicated);
+    assert.deepEqual(
+      await observe(await primaryUrl(), prefix, grant.familyId),
+      before,
+      'nothing waited, nothing changed',
+    );
+    return attempt;
+  }
+
+  test('after a replica’s kill -9 its primary refuses changes at once, and makes them again once the replica is back', async () => {
+    const noSyncDelay = ['--repl-diskless-sync-delay', '0'];
+    const primary = await startRedis(noSyncDelay);
+    cleanups.push(() => primary.dispose());
+    const replica = await startRedis([...noSyncDelay, '--replicaof', '127.0.0.1', new URL(primary.url).port]);
+    cleanups.push(() => replica.dispose());
+    const prefix = `acks_${randomUUID()}:`;
+    const store = await storeOver(primary.url, prefix);
+    const grant = newGrant();
+    const first = { generation: 0, mac: randomBytes(16).toString('base64url') };
+    // Confirmed once the replica has finished its first sync.
+    assert.equal(await onceSucceeds(() => store.create(grant, first), { timeoutMs: 20_000 }), true);
+
+    replica.signal('SIGKILL');
+    const attempt = await refusedAtOnce(store, async () => primary.url, prefix, grant, first);
+
+    await replica.restart();
+    // The rotation the first refusal made on the primary is there, and now confirmed.
+    const found = await onceSucceeds(attempt, { timeoutMs: 20_000 });
+    assert.equal(found.state, 'retry');
+  });
+
+  test('behind Sentinels, after the primary’s kill -9 the promoted replica refuses at once until the old primary follows it', async () => {
+    const setup = await startSentinelSetup();
+    cleanups.push(() => setup.dispose());
+    const prefix = `acks_${randomUUID()}:`;
+    const store = await storeOver(setup.url, prefix);
+    const grant = newGrant();
+    const first = { generation: 0, mac: randomBytes(16).toString('base64url') };
+    assert.equal(await onceSucceeds(() => store.create(grant, first), { timeoutMs: 20_000 }), true);
+
+    const oldMaster = await setup.masterPort();
+    setup.primary.signal('SIGKILL');
+    await eventually(async () => (await setup.masterPort()) !== oldMaster, 'a replica promoted', 30_000);
+    const master = async () => `redis://127.0.0.1:${await setup.masterPort()}`;
+    // The sign-in was confirmed: the promoted replica has it.
+    assert.equal((await onceSucceeds(() => store.inspect(grant.familyId, first))).state, 'current');
+    const attempt = await refusedAtOnce(store, master, prefix, grant, first);
+
+    // Back, the old primary is made a replica of the new one by the Sentinels.
+    await setup.primary.restart();
+    const found = await onceSucceeds(attempt, { timeoutMs: 30_000 });
+    assert.equal(found.state, 'retry');
   });
 });

@@ -405,8 +405,8 @@ for (const { label, url: redisUrl } of redisTargets())
     refreshTokenContract(async (now) => {
       const connection = await connectTestRedis(redisUrl ?? '');
       redis = connection.client;
-      // Behind Sentinels, as the service runs there: writes acknowledged by the replica.
-      const writer = label === 'Sentinel' ? await connectTestRedis(redisUrl ?? '') : undefined;
+      // Behind Sentinels and in a Cluster, as the service runs there: writes acknowledged by a replica.
+      const writer = label === 'one server' ? undefined : await connectTestRedis(redisUrl ?? '');
       return {
         store: new RedisRefreshTokenStore(redis, {
           prefix,

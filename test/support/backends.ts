@@ -80,6 +80,16 @@ export async function startRedis(extraArgs: readonly string[] = []): Promise<Bac
   return manage('redis-server', args, port, dir, `redis://127.0.0.1:${port}`, async () => {});
 }
 
+/**
+ * A redis-server on `port` (chosen beforehand, so that other servers' arguments can name it)
+ * with the arguments `args` gives for its data dir: a data node, or with `--sentinel` a
+ * Sentinel. `restart` brings it back on the same port over the same dir, as a restart policy would.
+ */
+export async function startRedisOn(port: number, args: (dir: string) => string[]): Promise<Backend> {
+  const dir = mkdtempSync(join(tmpdir(), 'redis-'));
+  return manage('redis-server', args(dir), port, dir, `redis://127.0.0.1:${port}`, async () => {});
+}
+
 export interface SentinelSetup {
   /** The service's REDIS_URL for it. */
   url: string;
@@ -168,6 +178,74 @@ export async function startSentinelSetup(): Promise<SentinelSetup> {
   };
 }
 
+export interface ClusterSetup {
+  /** The service's REDIS_URL for it. */
+  url: string;
+  /** Every node, by the port it listens on: three primaries and a replica of each at the start. */
+  nodes: Map<number, Backend>;
+  dispose(): Promise<void>;
+}
+
+/**
+ * A Redis Cluster of three shards, each a primary and one replica, as operators run it: a shard
+ * fails over to its replica (after `--cluster-node-timeout`, 2 s here) when its primary is lost.
+ */
+export async function startClusterSetup(): Promise<ClusterSetup> {
+  const nodes = new Map<number, Backend>();
+  for (let i = 0; i < 6; i++) {
+    // The cluster bus of its own, rather than the port + 10000 by default, which may not exist.
+    const backend = await startRedis([
+      '--cluster-enabled',
+      'yes',
+      '--cluster-port',
+      String(await freePort()),
+      '--cluster-node-timeout',
+      '2000',
+      '--repl-diskless-sync-delay',
+      '0',
+    ]);
+    nodes.set(Number(new URL(backend.url).port), backend);
+  }
+  const dispose = () => Promise.all([...nodes.values()].map((node) => node.dispose())).then(() => {});
+  const addresses = [...nodes.keys()].map((port) => `127.0.0.1:${port}`);
+  const created = await new Promise<string>((resolve) => {
+    const cli = spawn(
+      'redis-cli',
+      ['--cluster', 'create', ...addresses, '--cluster-replicas', '1', '--cluster-yes'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let output = '';
+    cli.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    cli.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    cli.once('exit', (code) => resolve(code === 0 ? '' : output || `redis-cli exited ${code}`));
+  });
+  if (created) {
+    await dispose();
+    throw new Error(`redis-cli --cluster create failed: ${created}`);
+  }
+  // Every node must see the whole cluster, and every replica be in sync, before a test may
+  // rely on a failover.
+  for (const node of nodes.values()) {
+    await waitUntil(async () => {
+      const client = new Redis(node.url, { lazyConnect: true });
+      try {
+        const [cluster, replication] = await Promise.all([
+          client.cluster('INFO'),
+          client.info('replication'),
+        ]);
+        if (!String(cluster).includes('cluster_state:ok')) throw new Error('cluster not ready yet');
+        if (replication.includes('role:slave') && !replication.includes('master_link_status:up'))
+          throw new Error('replica not in sync yet');
+      } finally {
+        client.disconnect();
+      }
+    }, 30_000);
+  }
+  return { url: `redis+cluster://${addresses.join(',')}`, nodes, dispose };
+}
+
 /**
  * A private Sentinel watching `masterName` at 127.0.0.1:`masterPort`, quorum 2; `extraConf` are
  * more lines of its configuration (a password, say).
@@ -204,7 +282,8 @@ export async function startSentinel(
   return { ...backend, port };
 }
 
-export async function startFerretDb(): Promise<Backend> {
+/** A private FerretDB; `extraArgs` are more of its options (`--setup-username`, ...). */
+export async function startFerretDb(extraArgs: readonly string[] = []): Promise<Backend> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'ferretdb-'));
   const args = [
@@ -216,6 +295,7 @@ export async function startFerretDb(): Promise<Backend> {
     '--debug-addr=-',
     '--telemetry=disable',
     '--log-level=error',
+    ...extraArgs,
   ];
   const url = `mongodb://127.0.0.1:${port}/test`;
   // FerretDB accepts TCP before its backend is usable, so also wait for a ping.

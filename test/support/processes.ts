@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { type Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -185,7 +185,8 @@ export interface RawResponse {
 /**
  * One request on a connection of its own (no keep-alive pool), over HTTP or HTTPS. A new
  * connection per request is what lets a cluster's primary deal requests out to different
- * workers; `ca` is the certificate an HTTPS server must present.
+ * workers; `ca` is the certificate an HTTPS server must present. With `agent`, the request
+ * takes a connection from that agent's pool instead, as a client that keeps connections does.
  */
 export function send(
   url: string,
@@ -197,6 +198,7 @@ export function send(
     token?: string;
     ca?: string;
     timeoutMs?: number;
+    agent?: Agent;
   } = {},
 ): Promise<RawResponse> {
   const target = new URL(url);
@@ -216,7 +218,7 @@ export function send(
       {
         method: options.method ?? 'GET',
         headers,
-        agent: false,
+        agent: options.agent ?? false,
         ca: options.ca,
         timeout: options.timeoutMs ?? 30_000,
       },

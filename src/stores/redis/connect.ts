@@ -3,8 +3,8 @@
  * telling its outages apart from other errors.
  *
  * Effective defaults, the same for every shape; REDIS_URL gives only where and who:
- *   one multiplexed connection per server (ioredis does not pool), and one more for the
- *     refresh-token writes that replicas must confirm (REDIS_MIN_REPLICA_ACKS, redis/writes.ts)
+ *   one multiplexed connection per server (ioredis does not pool), and one more per primary
+ *     for the refresh-token writes that replicas must confirm (REDIS_MIN_REPLICA_ACKS, redis/writes.ts)
  *   connectTimeout                2000
  *   commandTimeout                2000   a command without a reply by then fails (503); on the
  *                                        connection of acknowledged writes, longer when two of
