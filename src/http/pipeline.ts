@@ -5,6 +5,7 @@ import { compileValidator } from '../validation.ts';
 import { parseBody, searchParamsObject } from './body.ts';
 import { answerPreflight, applyCors, type CorsPolicy, corsHeaders } from './cors.ts';
 import { applyHeaders, type Deprecation, type HeaderSet, headersForRoute } from './headers.ts';
+import { asksForPage } from './negotiation.ts';
 import { writeProblem } from './problem.ts';
 import type { AnyRoute, Reply, Services } from './route.ts';
 import { createRouter, splitTarget } from './router.ts';
@@ -143,7 +144,9 @@ export function createRequestHandler(
   /** No route for this method and path: a CORS preflight, 405 with `Allow`, or 404. */
   function answerUnmatched(req: IncomingMessage, res: ServerResponse, path: string): void {
     applyHeaders(res, defaultHeaders);
-    const routesOfPath = router.methodsOf(path);
+    const routesOfPath = router
+      .methodsOf(path)
+      .filter(({ method, route }) => admits(route.route, req, method));
     const allowed = [...new Set(routesOfPath.map(({ method }) => method))];
     const cors = corsFor(routesOfPath.map(({ route }) => route.route));
     if (req.method === 'OPTIONS' && allowed.length > 0) {
@@ -180,7 +183,8 @@ export function createRequestHandler(
 
   return (req, res) => {
     const { path, search } = splitTarget(req.url ?? '/');
-    const matched = router.match(req.method ?? '', path);
+    const method = req.method ?? '';
+    const matched = router.match(method, path, ({ route }) => admits(route, req, method));
     if (!matched) {
       answerUnmatched(req, res, path);
       return;
@@ -192,6 +196,11 @@ export function createRequestHandler(
       options.onUnexpectedError(error, req, route);
     });
   };
+}
+
+/** Whether a route takes this request, were it of `method`: a page beside an API route takes only a browser's. */
+function admits(route: AnyRoute, req: IncomingMessage, method: string): boolean {
+  return !route.forBrowsers || asksForPage(req, method);
 }
 
 const NO_CORS: CorsPolicy = { origins: [], maxAge: 0 };

@@ -9,8 +9,15 @@ import { parse as parsePattern } from 'regexparam';
  * chain middleware the pipeline has no use for) costs the read path more than its handler.
  */
 export interface Router<T> {
-  /** The route for this method and path, with its parameters; undefined when none matches. */
-  match(method: string, path: string): { route: T; params: Record<string, string> } | undefined;
+  /**
+   * The route for this method and path, with its parameters; undefined when none matches. A
+   * route `admits` refuses is passed over, as if it were not in the table.
+   */
+  match(
+    method: string,
+    path: string,
+    admits?: (route: T) => boolean,
+  ): { route: T; params: Record<string, string> } | undefined;
   /** The methods of the routes whose pattern matches this path, in table order (405's Allow). */
   methodsOf(path: string): { method: string; route: T }[];
 }
@@ -32,10 +39,10 @@ export function createRouter<T>(routes: readonly { method: string; path: string;
   for (const entry of entries) byMethod.set(entry.method, [...(byMethod.get(entry.method) ?? []), entry]);
 
   return {
-    match(method, path) {
+    match(method, path, admits) {
       for (const { pattern, keys, route } of byMethod.get(method) ?? []) {
         const found = pattern.exec(path);
-        if (found === null) continue;
+        if (found === null || (admits && !admits(route))) continue;
         // Names come from the route table, never from the request.
         const params: Record<string, string> = {};
         const encoded = path.includes('%');
