@@ -455,6 +455,9 @@ const LIMITED: readonly (readonly [string, string])[] = [
   ['PATCH', '/admins/my-account'],
   ['PATCH', `/account/change-identity/${'A'.repeat(43)}`],
   ['PATCH', `/account/activate/${'B'.repeat(43)}`],
+  // The forms of the pages at those two paths check the same password (docs/api.md, "Pages for people").
+  ['POST', `/account/change-identity/${'A'.repeat(43)}`],
+  ['POST', `/account/activate/${'B'.repeat(43)}`],
 ];
 
 /** Neighbours of those routes that check no password: a GET of each path, and these. */
@@ -463,6 +466,8 @@ const NOT_LIMITED: readonly (readonly [string, string])[] = [
   ['POST', '/account/activate'],
   ['POST', '/account/reset-password'],
   ['PATCH', `/account/reset-password/${'C'.repeat(43)}`],
+  ['POST', `/account/reset-password/${'C'.repeat(43)}`],
+  ['POST', '/account/register'],
   ['PUT', '/users/my-account/avatar'],
   ['PATCH', '/users/some-id'],
   ['DELETE', '/admins/some-id'],
