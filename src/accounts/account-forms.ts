@@ -15,13 +15,13 @@ import type { Account, OneTimeTokenPurpose } from './model.ts';
 export type AccountPage = 'register' | 'request-reset' | 'reset' | 'activate' | 'change-identity';
 
 /** The pages a mailed link opens, and the kind of link each takes. */
-export const LINK_PAGES = {
+const LINK_PAGES = {
   activate: 'activation',
   reset: 'reset',
   'change-identity': 'identity-change',
 } as const satisfies Partial<Record<AccountPage, OneTimeTokenPurpose>>;
 
-export type LinkPage = keyof typeof LINK_PAGES;
+type LinkPage = keyof typeof LINK_PAGES;
 
 /** What a form's one-time value seals: the page, the link it acts on, where the person goes back to. */
 export interface AccountFormSeal {

@@ -196,7 +196,12 @@ for (const backend of backends()) {
       assert.equal(checked.status, 200);
       assert.equal(checked.headers.get('content-type'), 'application/json');
       assert.equal(checked.body.valid, true);
-      for (const accept of [undefined, '*/*', 'application/json, text/html']) {
+      for (const accept of [
+        undefined,
+        '*/*',
+        'application/json, text/html',
+        'text/html;q=0.5, application/json',
+      ]) {
         const answer = await fetch(`${server.url}${reset.path}`, {
           headers: accept ? { Accept: accept } : {},
         });
