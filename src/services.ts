@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { createAccountFlows } from './accounts/account-flows.ts';
+import { type AccountFormSeal, createAccountForms } from './accounts/account-forms.ts';
 import { AVATAR_PIXEL_LIMIT } from './accounts/avatar-image.ts';
 import { createAvatars } from './accounts/avatars.ts';
 import { createAccountManagement } from './accounts/management.ts';
@@ -16,7 +17,7 @@ import { createClientManagement } from './oauth/client-management.ts';
 import { openKeyRing } from './oauth/key-ring.ts';
 import type { KeyRingStore } from './oauth/key-ring-store.ts';
 import { createRefreshTokenService } from './oauth/refresh-token.ts';
-import { createRequestSealer } from './oauth/sealed-request.ts';
+import { createRequestSealer, createSealer } from './oauth/sealed-request.ts';
 import { createTokenEndpoint } from './oauth/token-endpoint.ts';
 import { createRuleLock, ruleLockTiming } from './rule-lock.ts';
 import { fileKeyRingStore } from './stores/key-ring/file-store.ts';
@@ -93,7 +94,7 @@ export async function openAccountServices(config: Config, options: OpenOptions =
       users: stores.users,
       mailer,
       appName: config.appName,
-      appUrl: config.appUrl,
+      linkBase: config.mail.linkBase,
       activationTtl: config.mail.activationTtl,
       resetTtl: config.mail.resetTtl,
     }),
@@ -122,6 +123,8 @@ export async function openAccountServices(config: Config, options: OpenOptions =
 
 /** How long a sign-in form stays usable: time enough to type a password. */
 const SIGN_IN_FORM_TTL_SECONDS = 600;
+/** How long an account page's form stays usable: time enough to fill in a registration. */
+const ACCOUNT_FORM_TTL_SECONDS = 1800;
 
 /** What the HTTP application needs: what it hands its handlers, and the access tokens authentication verifies. */
 export type ApplicationServices = AccountServices & Services & { accessTokens: AccessTokenService };
@@ -169,6 +172,15 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
       accessTokens,
       refreshTokens,
       authorizationCodes,
+    }),
+    accountForms: createAccountForms({
+      flows: base.accountFlows,
+      sealer: createSealer<AccountFormSeal>('account form seal', {
+        keys: keyRing.refreshTokenMacKeys,
+        ttlSeconds: ACCOUNT_FORM_TTL_SECONDS,
+      }),
+      usedValues: base.stores.codeFlow,
+      appUrl: config.appUrl,
     }),
     authorizationEndpoint: createAuthorizationEndpoint({
       clients: base.stores.clients,

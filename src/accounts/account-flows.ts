@@ -5,7 +5,15 @@ import { cleanName, newAccountRecord } from './account-record.ts';
 import { createIdentityChange } from './identity-change.ts';
 import { checkInput } from './input.ts';
 import { createMailedLinks } from './mailed-links.ts';
-import type { Account, AccountChanges, AccountStore, OneTimeToken, OneTimeTokenStore } from './model.ts';
+import type {
+  Account,
+  AccountChanges,
+  AccountStatus,
+  AccountStore,
+  OneTimeToken,
+  OneTimeTokenPurpose,
+  OneTimeTokenStore,
+} from './model.ts';
 import type { PasswordHasher } from './password-hasher.ts';
 import { assertNewPasswordAcceptable } from './password-policy.ts';
 import { ActivationBody, EmailBody, PasswordResetBody, RegisterBody, type RegisterInput } from './schemas.ts';
@@ -18,8 +26,8 @@ export interface AccountFlowsOptions {
   passwords: Pick<PasswordHasher, 'hash' | 'verify'>;
   mailer: Mailer;
   appName: string;
-  /** `{base_url}`: mail links are `{appUrl}/account/<activate|reset-password|change-identity>/{hash}`. */
-  appUrl: string;
+  /** ACCOUNT_PAGES_URL: mail links are `{linkBase}/<activate|reset-password|change-identity>/{hash}`. */
+  linkBase: string;
   /** Seconds an activation link stays valid. */
   activationTtl: number;
   /** Seconds a password reset link stays valid. */
@@ -31,6 +39,13 @@ export type AccountFlows = ReturnType<typeof createAccountFlows>;
 
 /** The address a mail request names, as `{email}` is checked. */
 const checkedEmail = (email: string): string => checkInput(EmailBody, { email }).email;
+
+/** The status of the account each kind of link acts on. */
+const LINK_ACCOUNT_STATUS: Record<OneTimeTokenPurpose, AccountStatus> = {
+  activation: 'pending',
+  reset: 'active',
+  'identity-change': 'active',
+};
 
 /** Seconds a change of address link stays valid: as long as a reset link by default, time to open a mailbox. */
 const IDENTITY_CHANGE_TTL = 3600;
@@ -49,7 +64,7 @@ export function createAccountFlows(options: AccountFlowsOptions) {
   const links = createMailedLinks({
     oneTimeTokens,
     mailer,
-    appUrl: options.appUrl,
+    linkBase: options.linkBase,
     ttl: {
       activation: options.activationTtl,
       reset: options.resetTtl,
@@ -206,11 +221,14 @@ export function createAccountFlows(options: AccountFlowsOptions) {
       ]);
     },
 
-    /** When the reset link expires; 404 when it is not (or no longer) usable. */
-    async checkResetLink(hash: string): Promise<{ expiresAt: Date }> {
-      const { token, invalid } = await links.token('reset', hash, 'find');
+    /**
+     * When a mailed link expires; 404 when it is not (or no longer) usable: unknown, used,
+     * expired, or its account is not in the state the link acts on. Nothing is used up.
+     */
+    async checkLink(purpose: OneTimeTokenPurpose, hash: string): Promise<{ expiresAt: Date }> {
+      const { token, invalid } = await links.token(purpose, hash, 'find');
       const account = await users.findById(token.accountId);
-      if (account?.status !== 'active' || !links.actsOn(token, account)) throw invalid;
+      if (account?.status !== LINK_ACCOUNT_STATUS[purpose] || !links.actsOn(token, account)) throw invalid;
       return { expiresAt: token.expiresAt };
     },
 

@@ -9,11 +9,14 @@ import {
   type OneTimeTokenStore,
 } from './model.ts';
 
-/** `{appUrl}{path}{hash}`: the API route each kind of link is used with. */
+/**
+ * `{linkBase}{path}{hash}`: under the default base, `{APP_URL}/account`, the page (and API
+ * route) each kind of link is used with.
+ */
 const LINK_PATHS: Record<OneTimeTokenPurpose, string> = {
-  activation: '/account/activate/',
-  reset: '/account/reset-password/',
-  'identity-change': '/account/change-identity/',
+  activation: '/activate/',
+  reset: '/reset-password/',
+  'identity-change': '/change-identity/',
 };
 
 const LINK_NAMES: Record<OneTimeTokenPurpose, string> = {
@@ -31,7 +34,8 @@ export type MailedLinks = ReturnType<typeof createMailedLinks>;
 export function createMailedLinks(deps: {
   oneTimeTokens: OneTimeTokenStore;
   mailer: Mailer;
-  appUrl: string;
+  /** ACCOUNT_PAGES_URL, without a trailing `/`. */
+  linkBase: string;
   /** Seconds each kind of link stays valid. */
   ttl: Readonly<Record<OneTimeTokenPurpose, number>>;
   now: () => Date;
@@ -63,7 +67,7 @@ export function createMailedLinks(deps: {
         newIdentity === undefined ? { ...token, mailedTo: account.identity } : { ...token, newIdentity },
       );
       try {
-        for (const message of compose(`${deps.appUrl}${LINK_PATHS[purpose]}${hash}`, hash))
+        for (const message of compose(`${deps.linkBase}${LINK_PATHS[purpose]}${hash}`, hash))
           await mailer.send(message);
       } catch (error) {
         await oneTimeTokens.consume(purpose, digest).catch(() => undefined);

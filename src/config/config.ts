@@ -56,6 +56,8 @@ export interface Config {
   mail: {
     /** Sender of every message. */
     from: string;
+    /** ACCOUNT_PAGES_URL: mailed links are `{linkBase}/<activate|reset-password|change-identity>/{hash}`. */
+    linkBase: string;
     /** Lifetime of an activation link, seconds. */
     activationTtl: number;
     /** Lifetime of a password reset link, seconds. */

@@ -99,6 +99,7 @@ export function loadConfig(env: Env, packageInfo: PackageInfo): Config {
     avatarSizeLimit: settings.AVATAR_SIZE_LIMIT,
     avatarMaxSide: settings.AVATAR_MAX_SIDE,
     mail: {
+      linkBase: settings.ACCOUNT_PAGES_URL?.replace(/\/+$/, '') ?? `${description.appUrl}/account`,
       from: settings.MAIL_FROM ?? `${description.appName} <no-reply@${new URL(description.appUrl).hostname}>`,
       activationTtl: settings.ACTIVATION_TTL,
       resetTtl: settings.RESET_PASSWORD_TTL,

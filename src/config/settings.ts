@@ -239,6 +239,18 @@ export const SETTINGS = {
     example: 'smtp://user:password@mail.example.com:587',
     value: checkedBy('a URL with the scheme `smtp:` or `smtps:`', checkSmtpUrl),
   },
+  ACCOUNT_PAGES_URL: {
+    section: 'accounts',
+    meaning:
+      'Base of the links mailed to account holders: `{ACCOUNT_PAGES_URL}/activate/{hash}`, ' +
+      '`…/reset-password/{hash}`, `…/change-identity/{hash}`.',
+    unset: "`{APP_URL}/account`, the service's own pages",
+    notes:
+      'A trailing `/` is dropped. Set it when a front end of the deployment shows these pages ' +
+      'itself; docs/api.md says what that front end does with the hash.',
+    example: 'https://app.example.com/account',
+    value: httpUrl(),
+  },
   MAIL_FROM: {
     section: 'accounts',
     meaning: 'Sender of every message.',

@@ -6,6 +6,7 @@ import { compileValidator } from '../validation.ts';
 import { parseBody, searchParamsObject } from './body.ts';
 import { answerPreflight, applyCors, type CorsPolicy, corsHeaders } from './cors.ts';
 import { applyHeaders, type Deprecation, type HeaderSet, headersForRoute } from './headers.ts';
+import { asksForPage } from './negotiation.ts';
 import { writeProblem } from './problem.ts';
 import type { AnyRoute, Reply, Services } from './route.ts';
 
@@ -29,7 +30,8 @@ interface Entry {
   route: AnyRoute;
   /** Its place in the table: the first route that matches answers. */
   index: number;
-  serve(req: Request, res: ServerResponse): Promise<void>;
+  /** Answers the request, or hands it on to the next route that matches (`next`). */
+  serve: Middleware<Request>;
 }
 
 /**
@@ -52,7 +54,13 @@ export function createRequestHandler(
   });
   const entries = new Map<Middleware<Request>, Entry>();
   options.routes.forEach((route, index) => {
-    const entry = { route, index, serve: serverOf(route) };
+    const serve = serverOf(route);
+    // A page beside an API route takes only a browser's requests; polka hands the others on.
+    const entry: Entry = {
+      route,
+      index,
+      serve: route.forBrowsers ? (req, res, next) => (admits(route, req) ? serve(req, res) : next()) : serve,
+    };
     entries.set(entry.serve, entry);
     // trouter answers HEAD with the GET routes (RFC 9110 §9.3.2: HEAD is GET without the body,
     // which Node drops by itself).
@@ -73,7 +81,7 @@ export function createRequestHandler(
     return found.flatMap((serve) => entries.get(serve) ?? []).sort((a, b) => a.index - b.index);
   }
 
-  function serverOf(route: AnyRoute): Entry['serve'] {
+  function serverOf(route: AnyRoute): (req: Request, res: ServerResponse) => Promise<void> {
     const headers = headersForRoute(route.name, options.responseHeaders, options.deprecations[route.name]);
     const cors = corsFor([route]);
     const written = routeHeaders(headers, cors);
@@ -169,7 +177,9 @@ export function createRequestHandler(
   /** No route for this method and path: a CORS preflight, 405 with `Allow`, or 404. */
   function answerUnmatched(req: Request, res: ServerResponse): void {
     applyHeaders(res, defaultHeaders);
-    const routes = routesOfPath(req.path).map(({ route }) => route);
+    const routes = routesOfPath(req.path)
+      .map(({ route }) => route)
+      .filter((route) => admits(route, req, route.method));
     const allowed = [
       ...new Set(routes.flatMap(({ method }) => (method === 'GET' ? ['GET', 'HEAD'] : [method]))),
     ];
@@ -208,6 +218,11 @@ export function createRequestHandler(
 
   // polka's types make `next` required; without one, polka answers with onNoMatch and onError.
   return (req, res) => void app.handler(req as Request, res, undefined as never);
+}
+
+/** Whether a route takes this request, were it of `method`: a page beside an API route takes only a browser's. */
+function admits(route: AnyRoute, req: IncomingMessage, method = req.method ?? ''): boolean {
+  return !route.forBrowsers || asksForPage(req, method);
 }
 
 /**

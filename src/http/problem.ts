@@ -58,7 +58,7 @@ function writePage(res: ServerResponse, problem: Problem): void {
   if (problem.status === 413) res.setHeader('Connection', 'close');
   res.statusCode = problem.status;
   res.setHeader('Content-Type', HTML);
-  const title = problem.status < 500 ? 'The sign-in cannot go on' : 'The sign-in is not available right now';
+  const title = problem.status < 500 ? 'This page cannot go on' : 'This page is not available right now';
   res.end(errorPage(title, problem.detail));
 }
 

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { AccountFlows } from '../accounts/account-flows.ts';
+import type { AccountForms } from '../accounts/account-forms.ts';
 import type { Avatars } from '../accounts/avatars.ts';
 import type { AccountManagement } from '../accounts/management.ts';
 import type { AccountKind } from '../accounts/model.ts';
@@ -36,6 +37,8 @@ export interface Services {
   tokenEndpoint: TokenEndpoint;
   errorReports: ErrorReportReceiver;
   accountFlows: AccountFlows;
+  /** The account pages' forms, over those flows. */
+  accountForms: AccountForms;
   accounts: Readonly<Record<AccountKind, AccountManagement>>;
   avatars: Avatars;
   oauthClients: ClientManagement;
@@ -114,6 +117,13 @@ export interface Route<S extends TSchema | undefined = TSchema | undefined> {
   query?: TSchema;
   /** Success and problem responses by status, for documentation. */
   responses: Readonly<Record<number, ResponseSpec>>;
+  /**
+   * A page at the path of an API route (docs/api.md, "Pages for people"): it takes only what a
+   * browser sends for a page, a GET whose `Accept` prefers `text/html` or a POST of a form
+   * (negotiation.ts). Any other request goes on to the next route of its method and path, the
+   * API's, as if this one were not there. It must come before that route in the table.
+   */
+  forBrowsers?: true;
   /** How failures are written; `problem` unless the route is an OAuth token endpoint or a page. */
   errors?: ErrorFormat;
   handler(

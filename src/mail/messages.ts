@@ -2,7 +2,8 @@ import type { MailMessage } from './mailer.ts';
 
 /**
  * The messages the account flows send. Each has a plain-text and an HTML part with the same
- * content. Links point at the API routes (docs/api.md: `{APP_URL}/account/...`); the hash is also
+ * content. Links point at the account pages (docs/api.md: `{ACCOUNT_PAGES_URL}/...`, by default the
+ * service's own pages at the API's paths, which ask for what the message says); the hash is also
  * printed on a line of its own, short enough that no mail encoding ever wraps it.
  */
 

@@ -8,6 +8,7 @@ import {
   UnauthorizedClient,
   UnsupportedResponseType,
 } from '../errors.ts';
+import { isCrossSitePost, type SentFrom } from '../form-posts.ts';
 import { createAppUrlMismatchReport } from './app-url-mismatch.ts';
 import type { AuthorizationCodeService } from './authorization-code.ts';
 import type { ClientStore, CodeFlowStore, OAuthClient, ScopeStore } from './model.ts';
@@ -53,6 +54,11 @@ export interface SignInForm {
    * the redirect URI's origin, or a mobile app's private-use scheme (`com.example.app:`).
    */
   redirectOrigin: string;
+  /**
+   * The query of `GET /security/authorize` that starts this sign-in again: where a person who
+   * leaves it (to reset a password, to register) comes back to.
+   */
+  authorizationQuery: string;
   /** After a refused attempt: why, and the name that was typed. */
   error?: string;
   username?: string;
@@ -67,24 +73,7 @@ export interface SignInAttempt {
   csrfToken: string;
   username: string;
   password: string;
-  /** Where the browser says the post comes from: its `Origin` and `Sec-Fetch-Site` headers. */
-  sentFrom: { origin: string | undefined; fetchSite: string | undefined };
-}
-
-/**
- * Login CSRF: a page of another site posting the form, with a value it fetched itself, would
- * sign the person's browser in to the attacker's account. Only the service's own page posts
- * the form, so a browser that says where a post comes from must say it is this origin: a
- * `Sec-Fetch-Site` other than `same-origin` (or `none`, a person's own doing) is refused, and so
- * is an `Origin` other than APP_URL's, `null` included (sent by sandboxed frames and pages
- * that hide their origin, which an attacker can choose). `same-site` is refused too: a
- * sibling subdomain is another application. A post that says neither is no browser's, or a
- * browser too old to say; the one-time value still guards it.
- */
-function isCrossSitePost(sentFrom: SignInAttempt['sentFrom'], ownOrigin: string): boolean {
-  const { origin, fetchSite } = sentFrom;
-  if (fetchSite !== undefined && fetchSite !== 'same-origin' && fetchSite !== 'none') return true;
-  return origin !== undefined && origin !== ownOrigin;
+  sentFrom: SentFrom;
 }
 
 export type AuthorizationEndpoint = ReturnType<typeof createAuthorizationEndpoint>;
@@ -117,6 +106,15 @@ export function createAuthorizationEndpoint(deps: {
       clientName: client.name,
       accountKind: client.accountKind,
       redirectOrigin: redirectDestination(request.redirectUri),
+      authorizationQuery: new URLSearchParams({
+        response_type: 'code',
+        client_id: request.clientName,
+        redirect_uri: request.redirectUri,
+        scope: request.scope,
+        ...(request.state === null ? {} : { state: request.state }),
+        code_challenge: request.codeChallenge,
+        code_challenge_method: 'S256',
+      }).toString(),
       ...refused,
     };
     return { outcome: 'sign-in', form };

@@ -7,7 +7,8 @@ import type { RefreshTokenMacKeys } from './key-ring.ts';
  * of its own (derived from one of the key ring's refresh-token MAC keys, named in the seal)
  * proves it is one the service checked and has not changed, and an expiry bounds its life.
  * Nothing is stored when a page is shown, so showing it costs no storage; only a used seal's
- * id is remembered, so each seal works once.
+ * id is remembered, so each seal works once. The account pages' forms are sealed the same way,
+ * under a key of their own.
  */
 
 /**
@@ -26,12 +27,15 @@ export interface AuthorizationRequest {
   codeChallenge: string;
 }
 
-export interface SealedRequest extends AuthorizationRequest {
+/** What a seal carries: the sealed value, with its id and expiry. */
+export type Sealed<T> = T & {
   /** 128 random bits: what is remembered once the seal is used. */
   id: string;
   /** Epoch milliseconds. */
   expiresAt: number;
-}
+};
+
+export type SealedRequest = Sealed<AuthorizationRequest>;
 
 /**
  * The longest sealed request a seal carries, in base64url characters. The authorization
@@ -46,26 +50,37 @@ export const MAX_SEALED_LENGTH = 16_000;
 const MAC_BYTES = 32;
 const SEAL = new RegExp(`^[A-Za-z0-9_-]{1,64}\\.[A-Za-z0-9_-]{1,${MAX_SEALED_LENGTH}}\\.[A-Za-z0-9_-]{43}$`);
 
-export interface RequestSealer {
-  seal(request: AuthorizationRequest): string;
-  /** The request of an authentic seal that has not expired; null for anything else. */
-  open(value: string): Promise<SealedRequest | null>;
+export interface Sealer<T extends object> {
+  seal(value: T): string;
+  /** The value of an authentic seal that has not expired; null for anything else. */
+  open(value: string): Promise<Sealed<T> | null>;
 }
 
-export function createRequestSealer(options: {
+export type RequestSealer = Sealer<AuthorizationRequest>;
+
+interface SealerOptions {
   keys: SealingKeys;
   ttlSeconds: number;
   now?: () => number;
-}): RequestSealer {
+}
+
+export function createRequestSealer(options: SealerOptions): RequestSealer {
+  return createSealer<AuthorizationRequest>('sign-in form seal', options);
+}
+
+/**
+ * A sealer for one kind of form. `purpose` names it in the key derivation, so that a seal of
+ * one kind never opens as another (nor passes for a refresh token's digest).
+ */
+export function createSealer<T extends object>(purpose: string, options: SealerOptions): Sealer<T> {
   const now = options.now ?? Date.now;
-  /** A key for this purpose alone, so a seal can never pass for a refresh token's digest. */
   const mac = (refreshTokenMacKey: KeyObject, payload: string) => {
-    const key = createHmac('sha256', refreshTokenMacKey).update('sign-in form seal').digest();
+    const key = createHmac('sha256', refreshTokenMacKey).update(purpose).digest();
     return createHmac('sha256', key).update(payload).digest();
   };
   return {
     seal(request) {
-      const sealed: SealedRequest = {
+      const sealed: Sealed<T> = {
         ...request,
         id: randomBytes(16).toString('base64url'),
         expiresAt: now() + options.ttlSeconds * 1000,
@@ -86,7 +101,7 @@ export function createRequestSealer(options: {
       const expected = mac(key, `${id}.${payload}`);
       if (!timingSafeEqual(presented, expected)) return null;
       // Authentic, so written by seal(): its shape is known.
-      const sealed = JSON.parse(json.toString('utf8')) as SealedRequest;
+      const sealed = JSON.parse(json.toString('utf8')) as Sealed<T>;
       return sealed.expiresAt > now() ? sealed : null;
     },
   };

@@ -57,7 +57,7 @@ export function buildOpenApiDocument(
 
   const paths: OpenApiDocument['paths'] = {};
   const operationIds = new Map<string, string>();
-  for (const route of routes) {
+  for (const route of documentedRoutes(routes)) {
     const id = operationId(route.name);
     const clash = operationIds.get(id);
     if (clash !== undefined)
@@ -121,6 +121,15 @@ export function buildOpenApiDocument(
       responses: { MethodNotAllowed: methodNotAllowed(schemas) },
     },
   };
+}
+
+/**
+ * The routes the document describes: the API. The account pages a browser gets at the paths of
+ * account routes (`forBrowsers`, docs/api.md "Pages for people") are for people, not clients,
+ * and OpenAPI has room for one operation per method and path, which is the API's.
+ */
+export function documentedRoutes(routes: readonly AnyRoute[]): AnyRoute[] {
+  return routes.filter((route) => !route.forBrowsers);
 }
 
 /** The document as YAML, without anchors: readers and diff tools see every schema in place. */

@@ -167,6 +167,54 @@ const CASES: Case[] = [
     body: () => ({ password: PASSWORD, passwordConfirm: PASSWORD }),
     expect: ALL(404),
   },
+  // The account pages: a browser's GET, and their forms (docs/api.md, "Pages for people").
+  {
+    route: 'GET /account/register (page)',
+    path: () => '/account/register',
+    headers: { Accept: 'text/html' },
+    expect: ALL(200),
+  },
+  {
+    route: 'GET /account/reset-password (page)',
+    path: () => '/account/reset-password',
+    headers: { Accept: 'text/html' },
+    expect: ALL(200),
+  },
+  ...(['activate', 'change-identity'] as const).map(
+    (page): Case => ({
+      route: `GET /account/${page}/{hash} (page)`,
+      path: () => `/account/${page}/${HASH}`,
+      headers: { Accept: 'text/html' },
+      expect: ALL(404),
+    }),
+  ),
+  ...(['activate', 'change-identity', 'reset-password'] as const).map(
+    (page): Case => ({
+      route: `POST /account/${page}/{hash} (form)`,
+      path: () => `/account/${page}/${HASH}`,
+      form: async () => ({ csrf_token: 'not one the service sealed' }),
+      expect: ALL(400),
+    }),
+  ),
+  {
+    route: 'POST /account/register (form)',
+    path: () => '/account/register',
+    form: async (ctx) => {
+      const page = await fetch(`${ctx.baseUrl}/account/register`, { headers: { Accept: 'text/html' } });
+      const csrf_token = csrfTokenOf(await page.text());
+      return { csrf_token, identity: unique(), password: PASSWORD, passwordConfirm: PASSWORD };
+    },
+    expect: ALL(200),
+  },
+  {
+    route: 'POST /account/reset-password (form)',
+    path: () => '/account/reset-password',
+    form: async (ctx) => {
+      const page = await fetch(`${ctx.baseUrl}/account/reset-password`, { headers: { Accept: 'text/html' } });
+      return { csrf_token: csrfTokenOf(await page.text()), email: unique() };
+    },
+    expect: ALL(200),
+  },
   {
     route: 'GET /users/my-account',
     path: () => '/users/my-account',
@@ -427,8 +475,14 @@ for (const backend of backends()) {
             `${caller} ${method} ${path}: ${JSON.stringify(response.body)}`,
           );
           if (response.status === 401) assert.equal(response.headers.get('www-authenticate'), 'Bearer');
+          // A page's refusal is a page; everything else's, problem+json.
           if (response.status >= 400)
-            assert.equal(response.headers.get('content-type'), 'application/problem+json');
+            assert.equal(
+              response.headers.get('content-type'),
+              / \((page|form)\)$/.test(routeCase.route)
+                ? 'text/html; charset=utf-8'
+                : 'application/problem+json',
+            );
         }
       });
     }

@@ -511,7 +511,13 @@ const API_CREDENTIAL_CHECKS: readonly (readonly [string, string])[] = [
 
 const SIGN_IN_FORM = '/security/authorize';
 
-describe('nginx limits only the sign-in form, per address, and never an API route', { skip }, () => {
+/** The forms of the activation and change-of-address pages, which check the account's password too. */
+const PAGE_PASSWORD_FORMS = [
+  `/account/change-identity/${'A'.repeat(43)}`,
+  `/account/activate/${'B'.repeat(43)}`,
+];
+
+describe('nginx limits only the password forms, per address, and never an API route', { skip }, () => {
   let echo: Server;
 
   before(async () => {
@@ -551,6 +557,11 @@ describe('nginx limits only the sign-in form, per address, and never an API rout
       assert.equal((await request(front, 'POST', `${SIGN_IN_FORM}/`)).status, 429);
       assert.equal((await request(front, 'POST', SIGN_IN_FORM.toUpperCase())).status, 429);
       assert.equal((await send(`${front.https}${SIGN_IN_FORM}`, { ca })).status, 200, 'GET is not limited');
+      // The pages' password forms share the budget, so switching forms gains a guesser nothing.
+      for (const path of PAGE_PASSWORD_FORMS) {
+        assert.equal((await request(front, 'POST', path)).status, 429, path);
+        assert.equal((await send(`${front.https}${path}`, { ca })).status, 200, `GET ${path} is not limited`);
+      }
     } finally {
       await front.process.stop();
     }

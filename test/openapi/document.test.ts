@@ -14,7 +14,7 @@ import { loadConfig } from '../../src/config/load.ts';
 import type { AnyRoute } from '../../src/http/route.ts';
 import { routeTable } from '../../src/http/routes/index.ts';
 import { API_SCOPE } from '../../src/oauth/scope.ts';
-import { buildOpenApiDocument, openApiPath, toYaml } from '../../src/openapi/document.ts';
+import { buildOpenApiDocument, documentedRoutes, openApiPath, toYaml } from '../../src/openapi/document.ts';
 import { SchemaRegistry } from '../../src/openapi/schema-registry.ts';
 import { readPackageInfo } from '../../src/package-info.ts';
 import { compileValidator } from '../../src/validation.ts';
@@ -70,7 +70,8 @@ describe('OpenAPI document', () => {
     workDir = await mkdtemp(join(tmpdir(), 'openapi-lint-'));
     // The live route table of the running application: whatever routes it has today.
     server = await startTestServer({ env: ENV });
-    routes = server.app.routes;
+    // The API's routes: the account pages are left out (documentedRoutes), as a test below shows.
+    routes = documentedRoutes(server.app.routes);
     config = loadConfig(ENV, readPackageInfo());
     document = buildOpenApiDocument(routes, config);
   });
@@ -122,6 +123,19 @@ describe('OpenAPI document', () => {
     assert.equal(count, routes.length);
     const ids = routes.map((route) => operationOf(document, route)?.operationId);
     assert.equal(new Set(ids).size, routes.length, 'operationIds are unique');
+  });
+
+  test('the account pages are not API operations: their paths document only the API, as before', () => {
+    const pages = server.app.routes.filter((route) => route.forBrowsers);
+    assert.ok(pages.length >= 10, 'a page and its form per account page');
+    for (const page of pages) {
+      const operation = operationOf(document, page);
+      assert.notEqual(operation?.['x-route-name'], page.name, `${page.name} is not documented`);
+    }
+    const reset = document.paths['/account/reset-password/{hash}'];
+    assert.deepEqual(Object.keys(reset).sort(), ['get', 'patch']);
+    assert.equal(reset.get['x-route-name'], 'account::check-password-reset');
+    assert.equal(document.paths['/account/activate/{hash}'].get, undefined);
   });
 
   test('path parameters use OpenAPI syntax and are declared', () => {

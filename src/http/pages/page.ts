@@ -1,7 +1,7 @@
 /**
- * The service's few HTML pages (the sign-in form and what it says when it cannot go on):
- * server-rendered, usable without JavaScript, styled by one stylesheet the service serves
- * itself. Every value is escaped on its way into the markup.
+ * The service's few HTML pages (the sign-in form, the account pages, and what they say when they
+ * cannot go on): server-rendered, usable without JavaScript, styled by one stylesheet the
+ * service serves itself. Every value is escaped on its way into the markup.
  */
 
 export const HTML_MEDIA_TYPE = 'text/html';
@@ -59,7 +59,7 @@ ${content}
 `;
 }
 
-/** A page that says why the sign-in cannot go on; it links nowhere, since no destination is trusted. */
+/** A page that says why a page cannot go on; it links nowhere, since no destination is trusted. */
 export function errorPage(title: string, detail: string): string {
   return layout(
     title,
@@ -99,6 +99,21 @@ p {
 .error {
   color: var(--error);
   font-weight: 600;
+}
+.field-error {
+  margin: 0;
+}
+input[aria-invalid="true"] {
+  border-color: var(--error);
+}
+nav {
+  margin-top: 1.25rem;
+  display: flex;
+  flex-wrap: wrap;
+  gap: 0.5rem 1.5rem;
+}
+a {
+  color: var(--accent);
 }
 form {
   display: grid;

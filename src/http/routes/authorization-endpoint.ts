@@ -41,7 +41,8 @@ const PAGE_HEADERS: Record<string, HeaderSpec> = {
   'X-Content-Type-Options': fixedPageHeader('X-Content-Type-Options', 'A page is HTML, never sniffed'),
 };
 
-const page = (description: string): ResponseSpec => ({
+/** A documented page response. */
+export const page = (description: string): ResponseSpec => ({
   description,
   schema: PAGE,
   contentType: HTML_MEDIA_TYPE,
@@ -60,7 +61,8 @@ const redirect = (description: string, query: string): ResponseSpec => ({
   },
 });
 
-const FAILURE_PAGES = {
+/** The failures any page that takes a form may answer, as pages. */
+export const FAILURE_PAGES = {
   413: page('Request body too large'),
   415: page('The form must be application/x-www-form-urlencoded'),
   500: page('Unexpected error; the details go to the error log only'),
@@ -108,7 +110,7 @@ const SignInBody = Type.Object(
 );
 
 /** A request header as one string: Node joins a repeated one with commas (set-cookie aside). */
-function headerValue(value: string | string[] | undefined): string | undefined {
+export function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value.join(', ') : value;
 }
 

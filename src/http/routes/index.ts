@@ -1,5 +1,6 @@
 import type { GrantType } from '../../oauth/model.ts';
 import type { AnyRoute } from '../route.ts';
+import { accountPageRoutes } from './account-pages.ts';
 import { authorizationEndpointRoutes } from './authorization-endpoint.ts';
 import { userAvatarRoutes } from './avatars.ts';
 import { errorReportRoutes } from './error-report.ts';
@@ -20,6 +21,8 @@ export function routeTable(grants: ReadonlySet<GrantType>): AnyRoute[] {
     ...tokenRoutes(grants),
     ...(grants.has('authorization_code') ? authorizationEndpointRoutes : []),
     ...errorReportRoutes,
+    // Before the API's routes of the same paths, which take every request a page does not.
+    ...accountPageRoutes,
     ...selfServiceRoutes,
     ...userRoutes,
     ...userAvatarRoutes,

@@ -143,7 +143,7 @@ export const selfServiceRoutes: readonly AnyRoute[] = [
       ...problems(404, 503),
     },
     async handler({ params }, { accountFlows }) {
-      const { expiresAt } = await accountFlows.checkResetLink(params.hash ?? '');
+      const { expiresAt } = await accountFlows.checkLink('reset', params.hash ?? '');
       return { status: 200, body: { valid: true, expiresAt: expiresAt.toISOString() } };
     },
   }),
