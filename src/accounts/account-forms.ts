@@ -1,6 +1,5 @@
 import { Conflict, Forbidden, Problem, ValidationFailed } from '../errors.ts';
 import { isCrossSitePost, type SentFrom } from '../form-posts.ts';
-import type { Sealer } from '../oauth/sealed-request.ts';
 import { digestOneTimeSecret } from '../one-time-secrets.ts';
 import type { AccountFlows } from './account-flows.ts';
 import type { Account, OneTimeTokenPurpose } from './model.ts';
@@ -58,6 +57,16 @@ export interface AccountFormPost {
   sentFrom: SentFrom;
 }
 
+/**
+ * What the pages need of a sealer, declared here so that the accounts domain does not reach up
+ * into the OAuth domain, whose sign-in form seals its values the same way (`createSealer`).
+ */
+export interface FormSealer<T extends object> {
+  seal(value: T): string;
+  /** The value of an authentic seal that has not expired, with its id; null for anything else. */
+  open(value: string): Promise<(T & { id: string; expiresAt: number }) | null>;
+}
+
 /** Fields whose text the form shows again after a refusal; passwords never are. */
 const KEPT_FIELDS = ['identity', 'email', 'firstName', 'lastName'];
 
@@ -68,7 +77,7 @@ export function createAccountForms(deps: {
     AccountFlows,
     'register' | 'requestPasswordReset' | 'resetPassword' | 'activate' | 'confirmIdentityChange' | 'checkLink'
   >;
-  sealer: Sealer<AccountFormSeal>;
+  sealer: FormSealer<AccountFormSeal>;
   /** Remembers a used one-time value until it expires: true the first time only. */
   usedValues: { useOnce(id: string, expiresAt: number): Promise<boolean> };
   /** APP_URL: the origin the pages are served at, the only one their forms are taken from. */
