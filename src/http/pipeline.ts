@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import polka, { type Middleware, type Polka, type Request } from 'polka';
+import polka, { type Middleware, type Request } from 'polka';
 import { BadRequest, MethodNotAllowed, NotFound, Problem } from '../errors.ts';
 import { type Identity, requirePermission } from '../identity.ts';
 import { compileValidator } from '../validation.ts';
@@ -23,8 +23,6 @@ export interface PipelineOptions {
   onUnexpectedError(error: unknown, req: IncomingMessage, route: AnyRoute | undefined): void;
 }
 
-type Method = Parameters<Polka['find']>[0];
-
 /** A route of the table, as polka dispatches to it. */
 interface Entry {
   route: AnyRoute;
@@ -44,12 +42,15 @@ export function createRequestHandler(
   options: PipelineOptions,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const defaultHeaders = headersForRoute(undefined, options.responseHeaders, undefined);
+  // The route answering each request, for a failure to write its answer: where a page sits
+  // beside an API route, the first route matching the path may have handed the request on.
+  const answering = new WeakMap<IncomingMessage, AnyRoute>();
   const app = polka<Request>({
     onNoMatch: (req, res) => answerUnmatched(req, res),
     onError: (error, req, res) => {
       // serve answers every failure itself; this only sees a failure to write that answer.
       res.destroy();
-      options.onUnexpectedError(error, req, entryFor(req)?.route);
+      options.onUnexpectedError(error, req, answering.get(req));
     },
   });
   const entries = new Map<Middleware<Request>, Entry>();
@@ -67,13 +68,6 @@ export function createRequestHandler(
     app.add(route.method, route.path, entry.serve);
   });
   const tableMethods = [...new Set(options.routes.map(({ method }) => method))];
-
-  /** The route polka dispatched this request to: the first of the table that matches. */
-  function entryFor(req: Request): Entry | undefined {
-    // Only a route's answer fails here, so the method is one polka knows.
-    const [first] = app.find(req.method as Method, req.path).handlers;
-    return first && entries.get(first);
-  }
 
   /** The routes of every method whose pattern matches this path, in table order. */
   function routesOfPath(path: string): Entry[] {
@@ -94,6 +88,7 @@ export function createRequestHandler(
 
     const parameters = parametersOf(route);
     return async (req, res) => {
+      answering.set(req, route);
       try {
         // Most requests (every GET) carry no body: no call into the body parser's async path.
         const body =

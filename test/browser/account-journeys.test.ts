@@ -6,7 +6,6 @@
  * screenshot of every page is kept in `$TMPDIR/token-service-screenshots/` (paths printed).
  */
 import assert from 'node:assert/strict';
-import { accessSync, constants } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,35 +15,15 @@ import { after, before, describe, test } from 'node:test';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { PASSWORD, userLogin } from '../accounts/fixtures.ts';
 import { authorizationQuery, pkce, registerClient, superuserToken } from '../support/authorization.ts';
+import { CHROMIUM, CHROMIUM_ARGS, chromiumMissing } from '../support/chromium.ts';
 import { request } from '../support/http.ts';
 import { distinctColours } from '../support/png.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { lastMailTo, linkIn, readMailDir } from '../support/smtp.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const NEW_PASSWORD = 'a fresh and long passphrase';
 
-function chromiumMissing(): string | false {
-  try {
-    accessSync(CHROMIUM, constants.X_OK);
-    return false;
-  } catch {
-    return `${CHROMIUM} is not installed (Debian package chromium; .ci/run installs it): the account journeys are skipped`;
-  }
-}
-
-const skip = chromiumMissing();
-if (skip) console.log(`# ${skip}`);
+const skip = chromiumMissing('the account journeys');
 
 /** The app's side: its redirect URI, answering a small page. */
 async function startApp(): Promise<{ server: Server; callback: string }> {

@@ -323,7 +323,9 @@ describe('HTTP routing', () => {
         throw new Problem(400, 'a refusal that cannot be written', { headers: { 'X-Detail': 'two\nlines' } });
       },
     });
-    withTable([failing, unanswerable], (served) => {
+    // A page beside the unanswerable API route, which hands a JSON request on to it.
+    const pageBeside = defineRoute({ ...route('GET', '/unanswerable', 'page', 'page'), forBrowsers: true });
+    withTable([failing, pageBeside, unanswerable], (served) => {
       test('is a 500 that says nothing of it, reported with its route', async () => {
         const answer = await served().send('GET', '/broken');
         assert.equal(answer.status, 500);
@@ -334,9 +336,9 @@ describe('HTTP routing', () => {
         );
       });
 
-      test('that cannot be written closes the connection and is reported with its route', async () => {
+      test('that cannot be written closes the connection and is reported with its route, not the page handing it on', async () => {
         served().unexpected.length = 0;
-        await assert.rejects(served().send('GET', '/unanswerable'));
+        await assert.rejects(served().send('GET', '/unanswerable', { Accept: 'application/json' }));
         assert.deepEqual(
           served().unexpected.map(({ error, route }) => [(error as { code?: string }).code, route]),
           [['ERR_INVALID_CHAR', 'unanswerable']],
