@@ -86,7 +86,7 @@ export interface ScopeStore {
 }
 
 /** What a refresh token stands for. The token itself is never stored, only its MAC. */
-export interface RefreshTokenGrant {
+export interface RefreshTokenFamily {
   /** Token family: every token rotated from one login shares it (RFC 9700 §4.14.2). */
   familyId: string;
   clientId: string;
@@ -143,11 +143,11 @@ export interface RefreshTokenRetry {
  */
 export type RefreshTokenState =
   /** The family's current token, never used: the one a refresh rotates. */
-  | { state: 'current'; grant: RefreshTokenGrant }
+  | { state: 'current'; grant: RefreshTokenFamily }
   /** The token the last rotation replaced, within its retry window, the successor unused. */
-  | { state: 'retry'; grant: RefreshTokenGrant; sealedSuccessor: string }
+  | { state: 'retry'; grant: RefreshTokenFamily; sealedSuccessor: string }
   /** Any other earlier token (older, after its window, or with another MAC): it leaked. */
-  | { state: 'reused'; grant: RefreshTokenGrant }
+  | { state: 'reused'; grant: RefreshTokenFamily }
   | { state: 'revoked' }
   | { state: 'unknown' };
 
@@ -159,7 +159,7 @@ export interface RefreshTokenStore {
    * Starts a family with its first token (generation 0) and returns true; returns false,
    * storing nothing, when the family already exists (a revoked one among them).
    */
-  create(grant: RefreshTokenGrant, first: RefreshTokenGeneration): Promise<boolean>;
+  create(grant: RefreshTokenFamily, first: RefreshTokenGeneration): Promise<boolean>;
   /** What the presented token is now, changing nothing: what a grant's checks read. */
   inspect(familyId: string, presented: RefreshTokenGeneration): Promise<RefreshTokenState>;
   /**
@@ -172,7 +172,7 @@ export interface RefreshTokenStore {
    * one rotates, and the others find its retry record.
    */
   rotate(
-    grant: RefreshTokenGrant,
+    grant: RefreshTokenFamily,
     presented: RefreshTokenGeneration,
     successor: RefreshTokenGeneration,
     retry?: RefreshTokenRetry,

@@ -1,7 +1,7 @@
 import type { AccountKind } from '../../accounts/model.ts';
 import type {
+  RefreshTokenFamily,
   RefreshTokenGeneration,
-  RefreshTokenGrant,
   RefreshTokenRetry,
   RefreshTokenRotation,
   RefreshTokenState,
@@ -10,7 +10,7 @@ import type {
 
 /** One family: its grant, its current token, and its last rotation's retry record. */
 interface Family {
-  grant: RefreshTokenGrant;
+  grant: RefreshTokenFamily;
   current: RefreshTokenGeneration;
   revoked: boolean;
   /** For the token the last rotation replaced (its MAC), until the window ends. */
@@ -38,7 +38,7 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     this.#now = now;
   }
 
-  async create(grant: RefreshTokenGrant, first: RefreshTokenGeneration): Promise<boolean> {
+  async create(grant: RefreshTokenFamily, first: RefreshTokenGeneration): Promise<boolean> {
     this.#sweep();
     if (this.#live(grant.familyId)) return false;
     this.#families.set(grant.familyId, { grant: { ...grant }, current: { ...first }, revoked: false });
@@ -52,7 +52,7 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
   }
 
   async rotate(
-    grant: RefreshTokenGrant,
+    grant: RefreshTokenFamily,
     presented: RefreshTokenGeneration,
     successor: RefreshTokenGeneration,
     retry?: RefreshTokenRetry,
@@ -132,7 +132,7 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
   }
 
   /** Lists the family under its account until its expiry, dropping what has expired there. */
-  #index(grant: RefreshTokenGrant): void {
+  #index(grant: RefreshTokenFamily): void {
     const key = subjectKey(grant.accountKind, grant.subject);
     const families = this.#familiesBySubject.get(key) ?? new Map<string, number>();
     const now = this.#now();
