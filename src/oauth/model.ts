@@ -151,6 +151,35 @@ export type RefreshTokenState =
   | { state: 'revoked' }
   | { state: 'unknown' };
 
+/**
+ * A family as a store keeps it: what its tokens stand for, its one live token, whether it is
+ * revoked, and the last rotation's retry record (for the token it replaced, by its MAC).
+ * What each presented token is, and what a rotation makes of the record, is decided in one
+ * place (`refresh-family.ts`); a store only keeps the record.
+ */
+export interface RefreshFamilyRecord {
+  family: RefreshTokenFamily;
+  current: RefreshTokenGeneration;
+  revoked: boolean;
+  retry?: RefreshTokenRetry & { replacedMac: string };
+}
+
+/**
+ * Family records with a version each, written only by compare-and-set: a store that knows
+ * nothing of the rules. `read` answers the record even past its expiry (the rules decide);
+ * a store may forget it any time after.
+ */
+export interface RefreshFamilyRecords {
+  read(familyId: string): Promise<{ record: RefreshFamilyRecord; version: number } | null>;
+  /**
+   * Stores the record when the family's stored version is still `version` (0: no record),
+   * as version + 1, and answers whether it did; a revoked record is unlisted from its account.
+   */
+  write(record: RefreshFamilyRecord, version: number): Promise<boolean>;
+  /** The ids of the account's families that are neither expired nor revoked, as listed. */
+  familiesOf(accountKind: AccountKind, subject: string): Promise<string[]>;
+}
+
 /** What a rotation did: rotated the token, or found it no longer current, as `inspect` would say. */
 export type RefreshTokenRotation = { state: 'rotated' } | Exclude<RefreshTokenState, { state: 'current' }>;
 
