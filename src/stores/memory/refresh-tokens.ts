@@ -25,14 +25,14 @@ class MemoryFamilyRecords implements RefreshFamilyRecords {
 
   async read(familyId: string) {
     const stored = this.families.get(familyId);
-    return stored ? { record: structuredClone(stored.record), version: stored.version } : null;
+    return stored ? { record: copy(stored.record), version: stored.version } : null;
   }
 
   async write(record: RefreshFamilyRecord, version: number): Promise<boolean> {
     const { familyId, accountKind, subject, expiresAt } = record.family;
     if ((this.families.get(familyId)?.version ?? 0) !== version) return false;
     if (version === 0) this.#sweep();
-    this.families.set(familyId, { record: structuredClone(record), version: version + 1 });
+    this.families.set(familyId, { record: copy(record), version: version + 1 });
     const key = subjectKey(accountKind, subject);
     const listed = this.bySubject.get(key) ?? new Map<string, number>();
     if (record.revoked) listed.delete(familyId);
@@ -90,4 +90,9 @@ export class MemoryRefreshTokenStore extends VersionedRefreshTokenStore {
 
 function subjectKey(kind: AccountKind, subject: string): string {
   return `${kind}:${subject}`;
+}
+
+/** A record no caller can change in place: each of its parts is flat. */
+function copy({ family, current, revoked, retry }: RefreshFamilyRecord): RefreshFamilyRecord {
+  return { family: { ...family }, current: { ...current }, revoked, ...(retry && { retry: { ...retry } }) };
 }
