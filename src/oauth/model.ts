@@ -183,6 +183,11 @@ export interface RefreshFamilyRecords {
 /** What a rotation did: rotated the token, or found it no longer current, as `inspect` would say. */
 export type RefreshTokenRotation = { state: 'rotated' } | Exclude<RefreshTokenState, { state: 'current' }>;
 
+/**
+ * The refresh tokens' store as the OAuth domain uses it; its rules are those of
+ * `refresh-family.ts` (VersionedRefreshTokenStore applies them over RefreshFamilyRecords; the
+ * Redis store still states them in its Lua).
+ */
 export interface RefreshTokenStore {
   /**
    * Starts a family with its first token (generation 0) and returns true; returns false,
