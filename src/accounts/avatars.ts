@@ -1,5 +1,5 @@
+import { type Actor, type Role, requirePermission } from '../caller.ts';
 import { Forbidden, NotFound } from '../errors.ts';
-import { type Actor, type Role, requirePermission } from '../identity.ts';
 import { isUuid } from '../ids.ts';
 import { type AvatarLimits, createAvatarEncoder } from './avatar-image.ts';
 import {

@@ -1,5 +1,5 @@
+import type { Actor } from '../caller.ts';
 import { DuplicateIdentity, Forbidden, ValidationFailed } from '../errors.ts';
-import type { Actor } from '../identity.ts';
 import type { Mailer } from '../mail/mailer.ts';
 import { addressInUseMessage, identityChangeMessage, identityChangeNoticeMessage } from '../mail/messages.ts';
 import { checkInput } from './input.ts';

@@ -1,5 +1,5 @@
+import type { Actor } from '../caller.ts';
 import { Conflict, DuplicateIdentity, Forbidden, NotFound, ValidationFailed } from '../errors.ts';
-import type { Actor } from '../identity.ts';
 import { isUuid } from '../ids.ts';
 import type { RuleLock } from '../rule-lock.ts';
 import { cleanName, newAccountRecord } from './account-record.ts';

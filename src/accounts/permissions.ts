@@ -1,5 +1,5 @@
+import { type Actor, type Role, requirePermission, rolesOf } from '../caller.ts';
 import { Forbidden } from '../errors.ts';
-import { type Actor, type Role, requirePermission, rolesOf } from '../identity.ts';
 import type { Account, AccountKind } from './model.ts';
 
 /**

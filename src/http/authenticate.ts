@@ -1,10 +1,10 @@
 import type { Sessions } from '../accounts/sessions.ts';
+import type { Caller } from '../caller.ts';
 import { InvalidToken } from '../errors.ts';
-import type { Identity } from '../identity.ts';
 import type { AccessTokenService, VerifiedAccessToken } from '../oauth/access-token.ts';
 import type { ClientStore, OAuthClient } from '../oauth/model.ts';
 
-const GUEST: Identity = Object.freeze({ role: 'guest' });
+const GUEST: Caller = Object.freeze({ role: 'guest' });
 
 /**
  * Turns the `Authorization` header into an identity. No header: guest. A bearer token must
@@ -17,7 +17,7 @@ export function createAuthenticator(deps: {
   accessTokens: AccessTokenService;
   clients: ClientStore;
   sessions: Sessions;
-}): (authorization: string | undefined) => Promise<Identity> {
+}): (authorization: string | undefined) => Promise<Caller> {
   const { accessTokens, clients, sessions } = deps;
   /** The registration the token was issued by, still registered; else the token is refused. */
   async function issuingClient(token: VerifiedAccessToken): Promise<OAuthClient> {

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import polka, { type Middleware, type Request } from 'polka';
+import { type Caller, requirePermission } from '../caller.ts';
 import { BadRequest, MethodNotAllowed, NotFound, Problem } from '../errors.ts';
-import { type Identity, requirePermission } from '../identity.ts';
 import { compileValidator } from '../validation.ts';
 import { parseBody, searchParamsObject } from './body.ts';
 import { answerPreflight, applyCors, type CorsPolicy, corsHeaders } from './cors.ts';
@@ -18,7 +18,7 @@ export interface PipelineOptions {
   cors: CorsPolicy;
   responseHeaders: Readonly<Record<string, Readonly<Record<string, string>>>>;
   deprecations: Readonly<Record<string, Deprecation>>;
-  authenticate(authorization: string | undefined): Promise<Identity>;
+  authenticate(authorization: string | undefined): Promise<Caller>;
   /** Called with every error that is not a Problem, i.e. a bug; the client only sees a generic 500. */
   onUnexpectedError(error: unknown, req: IncomingMessage, route: AnyRoute | undefined): void;
 }

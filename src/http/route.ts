@@ -5,8 +5,8 @@ import type { AccountForms } from '../accounts/account-forms.ts';
 import type { Avatars } from '../accounts/avatars.ts';
 import type { AccountManagement } from '../accounts/management.ts';
 import type { AccountKind } from '../accounts/model.ts';
+import type { Caller, Role } from '../caller.ts';
 import type { ErrorReportReceiver } from '../error-report/error-report.ts';
-import type { Identity, Role } from '../identity.ts';
 import type { AuthorizationEndpoint } from '../oauth/authorization-endpoint.ts';
 import type { ClientManagement } from '../oauth/client-management.ts';
 import type { TokenEndpoint } from '../oauth/token-endpoint.ts';
@@ -21,7 +21,7 @@ export interface RequestContext<Body = unknown> {
   query: URLSearchParams;
   /** The parsed body, already validated against the route's schema unless the handler checks it. */
   body: Body;
-  identity: Identity;
+  identity: Caller;
   /** The socket peer address (before any proxy header is considered). */
   remoteAddress: string;
 }

@@ -1,5 +1,5 @@
+import { type Actor, type Role, requirePermission } from '../caller.ts';
 import { Conflict, NotFound, ValidationFailed } from '../errors.ts';
-import { type Actor, type Role, requirePermission } from '../identity.ts';
 import type { RuleLock } from '../rule-lock.ts';
 import { compileValidator } from '../validation.ts';
 import { newClientRecord } from './client-record.ts';

@@ -86,7 +86,7 @@ export interface ScopeStore {
 }
 
 /** What a refresh token stands for. The token itself is never stored, only its MAC. */
-export interface RefreshTokenGrant {
+export interface RefreshTokenFamily {
   /** Token family: every token rotated from one login shares it (RFC 9700 §4.14.2). */
   familyId: string;
   clientId: string;
@@ -143,23 +143,57 @@ export interface RefreshTokenRetry {
  */
 export type RefreshTokenState =
   /** The family's current token, never used: the one a refresh rotates. */
-  | { state: 'current'; grant: RefreshTokenGrant }
+  | { state: 'current'; grant: RefreshTokenFamily }
   /** The token the last rotation replaced, within its retry window, the successor unused. */
-  | { state: 'retry'; grant: RefreshTokenGrant; sealedSuccessor: string }
+  | { state: 'retry'; grant: RefreshTokenFamily; sealedSuccessor: string }
   /** Any other earlier token (older, after its window, or with another MAC): it leaked. */
-  | { state: 'reused'; grant: RefreshTokenGrant }
+  | { state: 'reused'; grant: RefreshTokenFamily }
   | { state: 'revoked' }
   | { state: 'unknown' };
+
+/**
+ * A family as a store keeps it: what its tokens stand for, its one live token, whether it is
+ * revoked, and the last rotation's retry record (for the token it replaced, by its MAC).
+ * What each presented token is, and what a rotation makes of the record, is decided in one
+ * place (`refresh-family.ts`); a store only keeps the record.
+ */
+export interface RefreshFamilyRecord {
+  family: RefreshTokenFamily;
+  current: RefreshTokenGeneration;
+  revoked: boolean;
+  retry?: RefreshTokenRetry & { replacedMac: string };
+}
+
+/**
+ * Family records with a version each, written only by compare-and-set: a store that knows
+ * nothing of the rules. `read` answers the record even past its expiry (the rules decide);
+ * a store may forget it any time after.
+ */
+export interface RefreshFamilyRecords {
+  read(familyId: string): Promise<{ record: RefreshFamilyRecord; version: number } | null>;
+  /**
+   * Stores the record when the family's stored version is still `version` (0: no record),
+   * as version + 1, and answers whether it did; a revoked record is unlisted from its account.
+   */
+  write(record: RefreshFamilyRecord, version: number): Promise<boolean>;
+  /** The ids of the account's families that are neither expired nor revoked, as listed. */
+  familiesOf(accountKind: AccountKind, subject: string): Promise<string[]>;
+}
 
 /** What a rotation did: rotated the token, or found it no longer current, as `inspect` would say. */
 export type RefreshTokenRotation = { state: 'rotated' } | Exclude<RefreshTokenState, { state: 'current' }>;
 
+/**
+ * The refresh tokens' store as the OAuth domain uses it; its rules are those of
+ * `refresh-family.ts` (VersionedRefreshTokenStore applies them over RefreshFamilyRecords; the
+ * Redis store still states them in its Lua).
+ */
 export interface RefreshTokenStore {
   /**
    * Starts a family with its first token (generation 0) and returns true; returns false,
    * storing nothing, when the family already exists (a revoked one among them).
    */
-  create(grant: RefreshTokenGrant, first: RefreshTokenGeneration): Promise<boolean>;
+  create(grant: RefreshTokenFamily, first: RefreshTokenGeneration): Promise<boolean>;
   /** What the presented token is now, changing nothing: what a grant's checks read. */
   inspect(familyId: string, presented: RefreshTokenGeneration): Promise<RefreshTokenState>;
   /**
@@ -172,7 +206,7 @@ export interface RefreshTokenStore {
    * one rotates, and the others find its retry record.
    */
   rotate(
-    grant: RefreshTokenGrant,
+    grant: RefreshTokenFamily,
     presented: RefreshTokenGeneration,
     successor: RefreshTokenGeneration,
     retry?: RefreshTokenRetry,

@@ -9,7 +9,7 @@ import {
 import { isCanonicalBase64url } from '../base64url.ts';
 import { randomBase64url, randomBuffer } from '../random-pool.ts';
 import type { RefreshTokenMacKeys } from './key-ring.ts';
-import { MAX_REFRESH_TOKEN_RETRY_SECONDS, type RefreshTokenGrant, type RefreshTokenStore } from './model.ts';
+import { MAX_REFRESH_TOKEN_RETRY_SECONDS, type RefreshTokenFamily, type RefreshTokenStore } from './model.ts';
 
 /**
  * Refresh tokens are opaque to clients: `<familyId>.<generation>.<keyId>.<secret>.<mac>`.
@@ -82,9 +82,9 @@ export type RefreshTokenInspection =
    * A token a refresh may redeem: the family's current one, or (`retry`) the one its last
    * rotation replaced, back within the retry window while its successor is unused.
    */
-  | { state: 'current' | 'retry'; grant: RefreshTokenGrant; presented: PresentedRefreshToken }
+  | { state: 'current' | 'retry'; grant: RefreshTokenFamily; presented: PresentedRefreshToken }
   /** An earlier token came back otherwise: it leaked. */
-  | { state: 'reused'; grant: RefreshTokenGrant }
+  | { state: 'reused'; grant: RefreshTokenFamily }
   | { state: 'revoked' }
   | { state: 'unknown' };
 
@@ -104,7 +104,7 @@ export interface RefreshTokenReader {
 export interface RefreshTokenService extends RefreshTokenReader {
   /** A new family's first token; null when a family with that id exists (a revoked one among them). */
   issueRefreshToken(
-    grant: Omit<RefreshTokenGrant, 'familyId' | 'expiresAt'> & { familyId?: string },
+    grant: Omit<RefreshTokenFamily, 'familyId' | 'expiresAt'> & { familyId?: string },
   ): Promise<string | null>;
   /**
    * The one step of a refresh that changes state, atomic in the store: a current token is
@@ -113,7 +113,7 @@ export interface RefreshTokenService extends RefreshTokenReader {
    */
   redeemRefreshToken(
     presented: PresentedRefreshToken,
-    grant: RefreshTokenGrant,
+    grant: RefreshTokenFamily,
   ): Promise<RefreshTokenRedemption>;
   revokeFamily(familyId: string): Promise<void>;
 }
@@ -127,7 +127,7 @@ export function createRefreshTokenService(options: {
 }): RefreshTokenService {
   const { store, keys, ttlSeconds, retrySeconds } = options;
   // Each rotation gets a full lifetime: a family lives as long as it keeps being used.
-  const renewed = (grant: Omit<RefreshTokenGrant, 'expiresAt'>) => ({
+  const renewed = (grant: Omit<RefreshTokenFamily, 'expiresAt'>) => ({
     ...grant,
     expiresAt: Date.now() + ttlSeconds * 1000,
   });

@@ -1,29 +1,29 @@
 import { InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from '../errors.ts';
 import { authenticateClient } from './client-authentication.ts';
-import { authorizationCodeGrant } from './grants/authorization-code.ts';
-import { clientCredentialsGrant } from './grants/client-credentials.ts';
+import { authorizationCodeGrantHandler } from './grants/authorization-code.ts';
+import { clientCredentialsGrantHandler } from './grants/client-credentials.ts';
 import {
   checkPhase,
-  type Grant,
   type GrantDependencies,
+  type GrantHandler,
   type GrantRedeemers,
   redeemPhase,
   TokenLeaked,
   type TokenResponse,
 } from './grants/grant.ts';
-import { passwordGrant } from './grants/password.ts';
-import { refreshTokenGrant } from './grants/refresh-token.ts';
+import { passwordGrantHandler } from './grants/password.ts';
+import { refreshGrantHandler } from './grants/refresh-token.ts';
 import type { ClientStore, GrantType } from './model.ts';
 
-const ALL_GRANTS: readonly Grant[] = [
-  authorizationCodeGrant,
-  passwordGrant,
-  refreshTokenGrant,
-  clientCredentialsGrant,
+const ALL_GRANTS: readonly GrantHandler[] = [
+  authorizationCodeGrantHandler,
+  passwordGrantHandler,
+  refreshGrantHandler,
+  clientCredentialsGrantHandler,
 ];
 
 /** The grants the configuration enables, in a fixed order; the others do not exist for the service. */
-export function enabledGrants(enabled: ReadonlySet<GrantType>): Grant[] {
+export function enabledGrants(enabled: ReadonlySet<GrantType>): GrantHandler[] {
   return ALL_GRANTS.filter((grant) => enabled.has(grant.type));
 }
 

@@ -11,7 +11,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { createAvatars } from '../../src/accounts/avatars.ts';
-import type { Actor } from '../../src/identity.ts';
+import type { Actor } from '../../src/caller.ts';
 import { MemoryAccountStore } from '../../src/stores/memory/accounts.ts';
 import { MemoryAvatarStore } from '../../src/stores/memory/avatars.ts';
 import { accountRecord } from '../support/accounts.ts';

@@ -8,7 +8,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { Cluster, Redis } from 'ioredis';
 import { NotReplicated } from '../../src/errors.ts';
-import { MAX_REFRESH_TOKEN_RETRY_SECONDS, type RefreshTokenGrant } from '../../src/oauth/model.ts';
+import { MAX_REFRESH_TOKEN_RETRY_SECONDS, type RefreshTokenFamily } from '../../src/oauth/model.ts';
 import type { Connection } from '../../src/stores/connection.ts';
 import { ackedWritesCommandTimeout, connectRedis, type RedisClient } from '../../src/stores/redis/connect.ts';
 import { RedisRefreshTokenStore } from '../../src/stores/redis/refresh-tokens.ts';
@@ -105,7 +105,7 @@ describe('refresh-token changes acknowledged by a replica of their shard', {
       prefix: `acks_${randomUUID()}:`,
       writes: acknowledgedWrites(await open(ackedWritesCommandTimeout(500)), 1, 500),
     });
-    const grant: RefreshTokenGrant = {
+    const grant: RefreshTokenFamily = {
       familyId: randomUUID(),
       clientId: 'web',
       accountKind: 'user',

@@ -8,7 +8,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { NotReplicated } from '../../src/errors.ts';
-import { MAX_REFRESH_TOKEN_RETRY_SECONDS, type RefreshTokenGrant } from '../../src/oauth/model.ts';
+import { MAX_REFRESH_TOKEN_RETRY_SECONDS, type RefreshTokenFamily } from '../../src/oauth/model.ts';
 import type { Connection } from '../../src/stores/connection.ts';
 import { connectRedis, type RedisClient } from '../../src/stores/redis/connect.ts';
 import { RedisRefreshTokenStore } from '../../src/stores/redis/refresh-tokens.ts';
@@ -18,7 +18,7 @@ import { eventually, onceSucceeds } from '../support/eventually.ts';
 import { FRONTEND_CLIENT, passwordGrant, refreshGrant, request, SEEDED_USER } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
-function newGrant(): RefreshTokenGrant {
+function newGrant(): RefreshTokenFamily {
   return {
     familyId: randomUUID(),
     clientId: 'web',
@@ -251,7 +251,7 @@ describe('refusals at once while the primary has no replica to confirm', {
     store: RedisRefreshTokenStore,
     primaryUrl: () => Promise<string>,
     prefix: string,
-    grant: RefreshTokenGrant,
+    grant: RefreshTokenFamily,
     presented: { generation: number; mac: string },
   ) {
     const retry = {

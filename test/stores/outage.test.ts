@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import type { Account } from '../../src/accounts/model.ts';
 import { BackendUnavailable } from '../../src/errors.ts';
-import type { RefreshTokenGrant } from '../../src/oauth/model.ts';
+import type { RefreshTokenFamily } from '../../src/oauth/model.ts';
 import type { Stores } from '../../src/stores/stores.ts';
 import { accountRecord } from '../support/accounts.ts';
 import {
@@ -65,7 +65,7 @@ async function assertFailsFastWhileFrozen(server: Backend, call: () => Promise<u
   await eventually(call);
 }
 
-function refreshTokenGrant(): RefreshTokenGrant {
+function refreshTokenGrant(): RefreshTokenFamily {
   return {
     familyId: randomUUID(),
     clientId: 'web',

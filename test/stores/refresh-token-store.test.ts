@@ -10,8 +10,8 @@ import type { AccountKind } from '../../src/accounts/model.ts';
 import { NotReplicated } from '../../src/errors.ts';
 import {
   MAX_REFRESH_TOKEN_RETRY_SECONDS,
+  type RefreshTokenFamily,
   type RefreshTokenGeneration,
-  type RefreshTokenGrant,
   type RefreshTokenRetry,
   type RefreshTokenStore,
 } from '../../src/oauth/model.ts';
@@ -42,7 +42,7 @@ function mac(): string {
   return randomBytes(16).toString('base64url');
 }
 
-function grant(overrides: Partial<RefreshTokenGrant> = {}): RefreshTokenGrant {
+function grant(overrides: Partial<RefreshTokenFamily> = {}): RefreshTokenFamily {
   return {
     familyId: randomUUID(),
     clientId: 'web',
@@ -61,7 +61,7 @@ interface Token extends RefreshTokenGeneration {
 }
 
 /** Starts a family and returns its first token. */
-async function issue(store: RefreshTokenStore, g: RefreshTokenGrant): Promise<Token> {
+async function issue(store: RefreshTokenStore, g: RefreshTokenFamily): Promise<Token> {
   const first = { generation: 0, mac: mac() };
   assert.equal(await store.create(g, first), true);
   return { familyId: g.familyId, ...first };
@@ -87,7 +87,7 @@ function retryFor(ms = 5000): RefreshTokenRetry {
 /** Rotates the token, which must be current; its successor, one generation on, lives until `expiresAt`. */
 async function rotated(
   store: RefreshTokenStore,
-  g: RefreshTokenGrant,
+  g: RefreshTokenFamily,
   t: Token,
   options: { retry?: RefreshTokenRetry; expiresAt?: number } = {},
 ): Promise<Token> {
@@ -98,7 +98,7 @@ async function rotated(
 }
 
 /** Presents the token to `rotate` as a refresh would: what it did, or what it found. */
-function rotateAgain(store: RefreshTokenStore, g: RefreshTokenGrant, t: Token, retry?: RefreshTokenRetry) {
+function rotateAgain(store: RefreshTokenStore, g: RefreshTokenFamily, t: Token, retry?: RefreshTokenRetry) {
   return store.rotate(g, t, { generation: t.generation + 1, mac: mac() }, retry);
 }
 
@@ -505,7 +505,7 @@ for (const { label, url: redisUrl } of redisTargets())
       });
 
       /** The rotation presented next, its script run and its answer held. */
-      async function heldRotation(g: RefreshTokenGrant, t: Token) {
+      async function heldRotation(g: RefreshTokenFamily, t: Token) {
         const before = held.length;
         const result = rotateAgain(store, g, t, retryFor(WINDOW));
         while (held.length === before) await new Promise((resolve) => setImmediate(resolve));
@@ -588,7 +588,7 @@ for (const { label, url: redisUrl } of redisTargets())
       });
 
       /** Confirmed retries every 50 s, as long as the limit of the rotation answered now allows. */
-      async function retriedToTheLimit(g: RefreshTokenGrant, t: Token): Promise<number> {
+      async function retriedToTheLimit(g: RefreshTokenFamily, t: Token): Promise<number> {
         const limit = clock + LIMIT;
         while (clock + 50 * SECOND < limit) {
           clock += 50 * SECOND;

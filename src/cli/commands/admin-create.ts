@@ -1,7 +1,7 @@
 import { Option } from 'commander';
 import { checkNewAccount } from '../../accounts/input.ts';
 import { ADMIN_ROLES, type AdminRole } from '../../accounts/model.ts';
-import { OPERATOR } from '../../identity.ts';
+import { OPERATOR } from '../../caller.ts';
 import { checked, kebabOption } from '../checked.ts';
 import { withOperatorServices } from '../operator-services.ts';
 import type { RegisterCommand } from './register-command.ts';

@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
+import { OPERATOR } from '../../caller.ts';
 import type { Config } from '../../config/config.ts';
-import { OPERATOR } from '../../identity.ts';
 import type { ClientManagement, ClientWithSecret } from '../../oauth/client-management.ts';
 import { viewClient } from '../../oauth/client-representation.ts';
 import { DEFAULT_SECRET_OVERLAP_SECONDS, MAX_SECRET_OVERLAP_SECONDS } from '../../oauth/client-secrets.ts';

@@ -1,5 +1,5 @@
 import { type TSchema, Type } from '@sinclair/typebox';
-import type { Grant } from '../../oauth/grants/grant.ts';
+import type { GrantHandler } from '../../oauth/grants/grant.ts';
 import type { GrantType } from '../../oauth/model.ts';
 import { enabledGrants } from '../../oauth/token-endpoint.ts';
 import { NOT_CACHED } from '../problem.ts';
@@ -44,7 +44,7 @@ const TOKEN_ERRORS: Record<number, ResponseSpec> = Object.fromEntries(
  * The token request: one of the enabled grants' parameters, told apart by `grant_type`, as
  * JSON or as a form. It describes the body; the token endpoint checks it (see checkedBy).
  */
-function tokenRequestSchema(grants: readonly Grant[]): TSchema {
+function tokenRequestSchema(grants: readonly GrantHandler[]): TSchema {
   if (grants.length === 0) return Type.Object({ grant_type: Type.String() });
   return Type.Unsafe({
     oneOf: grants.map((grant) => grant.parameters),
@@ -56,7 +56,7 @@ function tokenRequestSchema(grants: readonly Grant[]): TSchema {
 }
 
 /** `grant_type password, refresh_token or client_credentials`. */
-function grantList(grants: readonly Grant[]): string {
+function grantList(grants: readonly GrantHandler[]): string {
   const names = grants.map((grant) => grant.type);
   const last = names.pop();
   if (last === undefined) return 'no grant is enabled';

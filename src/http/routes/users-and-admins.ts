@@ -16,7 +16,7 @@ import {
   UpdateAdminBody,
   UpdateUserBody,
 } from '../../accounts/schemas.ts';
-import type { Role } from '../../identity.ts';
+import type { Role } from '../../caller.ts';
 import { searchParamsObject } from '../body.ts';
 import { HAL_JSON, halCollection, halResource } from '../hal.ts';
 import { type AnyRoute, defineRoute, type Reply } from '../route.ts';

@@ -4,7 +4,7 @@ import { InvalidGrant } from '../../errors.ts';
 import type { AuthorizationCodeGrant } from '../model.ts';
 import { CODE_VERIFIER_PATTERN, verifiesChallenge } from '../pkce.ts';
 import { isRegisteredRedirectUri, MAX_REDIRECT_URI_LENGTH } from '../redirect-uri.ts';
-import { clientParameters, type Grant, issueTokens, parameterValidator } from './grant.ts';
+import { clientParameters, type GrantHandler, issueTokens, parameterValidator } from './grant.ts';
 
 const parameters = Type.Object(
   {
@@ -41,7 +41,7 @@ interface CodeExchange {
  * a refused request leaves it usable. A code presented again after its use means it leaked:
  * the tokens issued for it are revoked (their refresh-token family).
  */
-export const authorizationCodeGrant: Grant<CodeExchange> = {
+export const authorizationCodeGrantHandler: GrantHandler<CodeExchange> = {
   type: 'authorization_code',
   parameters,
   async check(params, client, deps) {

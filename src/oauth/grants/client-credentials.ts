@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { resolveScope } from '../scope.ts';
-import { accessTokenResponse, clientParameters, type Grant, parameterValidator } from './grant.ts';
+import { accessTokenResponse, clientParameters, type GrantHandler, parameterValidator } from './grant.ts';
 
 const parameters = Type.Object(
   {
@@ -16,7 +16,7 @@ const validate = parameterValidator<Static<typeof parameters>>(parameters);
  * RFC 6749 §4.4: a machine client acting for itself. The identity is the client, whose role
  * (`client`) no business route grants by default; no refresh token is issued (§4.4.3).
  */
-export const clientCredentialsGrant: Grant<{ scope: string }> = {
+export const clientCredentialsGrantHandler: GrantHandler<{ scope: string }> = {
   type: 'client_credentials',
   parameters,
   async check(params, _client, deps) {

@@ -59,7 +59,7 @@ export interface GrantRedeemers {
  * atomic step that consumes what the grant was presented with and issues. So a refused
  * request never used anything up.
  */
-export interface Grant<T = unknown> {
+export interface GrantHandler<T = unknown> {
   type: GrantType;
   parameters: TSchema;
   check(params: Record<string, unknown>, client: OAuthClient, deps: GrantReaders): Promise<Approval<T>>;

@@ -2,7 +2,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import type { Account } from '../../accounts/model.ts';
 import { InvalidGrant } from '../../errors.ts';
 import { resolveScope } from '../scope.ts';
-import { clientParameters, type Grant, issueTokens, parameterValidator } from './grant.ts';
+import { clientParameters, type GrantHandler, issueTokens, parameterValidator } from './grant.ts';
 
 const parameters = Type.Object(
   {
@@ -27,7 +27,7 @@ interface SignIn {
  * RFC 6749 §4.3: the resource owner password credentials grant. The client decides which
  * account store is asked: the `admin` client logs in administrators, `frontend` users.
  */
-export const passwordGrant: Grant<SignIn> = {
+export const passwordGrantHandler: GrantHandler<SignIn> = {
   type: 'password',
   parameters,
   async check(params, client, deps) {

@@ -1,13 +1,13 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { Account } from '../../accounts/model.ts';
 import { InvalidGrant, InvalidScope } from '../../errors.ts';
-import type { RefreshTokenGrant } from '../model.ts';
+import type { RefreshTokenFamily } from '../model.ts';
 import type { PresentedRefreshToken } from '../refresh-token.ts';
 import { isWithin, resolveScope } from '../scope.ts';
 import {
   accessTokenResponse,
   clientParameters,
-  type Grant,
+  type GrantHandler,
   parameterValidator,
   TokenLeaked,
 } from './grant.ts';
@@ -32,7 +32,7 @@ const ALREADY_USED = 'Refresh token already used';
 /** What the checks of a refresh approve: the token as inspected, its grant, the account, the scope. */
 interface Refresh {
   presented: PresentedRefreshToken;
-  grant: RefreshTokenGrant;
+  grant: RefreshTokenFamily;
   account: Account;
   scope: string;
 }
@@ -46,7 +46,7 @@ interface Refresh {
  * family is revoked. The checks read the token without using it up, so a refusal that
  * means no leak leaves it usable.
  */
-export const refreshTokenGrant: Grant<Refresh> = {
+export const refreshGrantHandler: GrantHandler<Refresh> = {
   type: 'refresh_token',
   parameters,
   async check(params, client, deps) {

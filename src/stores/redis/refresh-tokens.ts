@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { AccountKind } from '../../accounts/model.ts';
 import type {
+  RefreshTokenFamily,
   RefreshTokenGeneration,
-  RefreshTokenGrant,
   RefreshTokenRetry,
   RefreshTokenRotation,
   RefreshTokenState,
@@ -240,7 +240,7 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
     this.#now = options.now ?? Date.now;
   }
 
-  async create(grant: RefreshTokenGrant, first: RefreshTokenGeneration): Promise<boolean> {
+  async create(grant: RefreshTokenFamily, first: RefreshTokenGeneration): Promise<boolean> {
     // Index the family under its account first: if the second step fails, the set only lists
     // a family that does not exist, whereas the other order could leave one revokeSubject misses.
     const listedUntil = this.#listedUntil(grant.expiresAt);
@@ -274,7 +274,7 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
   }
 
   async rotate(
-    grant: RefreshTokenGrant,
+    grant: RefreshTokenFamily,
     presented: RefreshTokenGeneration,
     successor: RefreshTokenGeneration,
     retry?: RefreshTokenRetry,
@@ -432,7 +432,7 @@ function stateOf(familyId: string, reply: unknown): RefreshTokenState {
     reply as string[];
   if (state === 'revoked') return { state };
   if (state !== 'current' && state !== 'retry' && state !== 'reused') return { state: 'unknown' };
-  const grant: RefreshTokenGrant = {
+  const grant: RefreshTokenFamily = {
     familyId,
     clientId: String(clientId),
     accountKind: accountKind as AccountKind,

@@ -7,7 +7,7 @@ import type { OAuthClient } from './oauth/model.ts';
  * typed errors rather than in the HTTP layer because the domain decides with it too: the
  * account services take the caller as their actor, and authentication produces it.
  */
-export type Identity =
+export type Caller =
   | { role: 'guest' }
   | { role: 'user'; account: Account }
   | { role: 'admin'; account: Account }
@@ -22,7 +22,7 @@ export type Identity =
 export const OPERATOR = Object.freeze({ role: 'operator' as const });
 
 /** Who acts on the domain: a caller of the API, or the operator. */
-export type Actor = Identity | typeof OPERATOR;
+export type Actor = Caller | typeof OPERATOR;
 
 /** What a route or an operation may require. `superuser` is an admin role that includes `admin`. */
 export type Role = 'guest' | 'user' | 'admin' | 'superuser' | 'client';

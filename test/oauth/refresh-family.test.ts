@@ -1,0 +1,162 @@
+/**
+ * The refresh family's rules, case by case, on records alone: what a presented token is, and
+ * what a rotation makes of the record.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { RefreshFamilyRecord, RefreshTokenFamily } from '../../src/oauth/model.ts';
+import {
+  decideRotation,
+  firstRecord,
+  presentedState,
+  revokedRecord,
+} from '../../src/oauth/refresh-family.ts';
+
+const NOW = Date.UTC(2030, 0, 1);
+const family: RefreshTokenFamily = {
+  familyId: 'f1',
+  clientId: 'web',
+  accountKind: 'user',
+  subject: 's1',
+  scope: 'profile',
+  credentialStamp: 'stamp',
+  expiresAt: NOW + 60_000,
+};
+const first = { generation: 0, mac: 'mac-0' };
+const second = { generation: 1, mac: 'mac-1' };
+const third = { generation: 2, mac: 'mac-2' };
+const retry = { sealedSuccessor: 'sealed-1', until: NOW + 10_000, limit: NOW + 300_000 };
+
+/** The record after the first token was rotated into the second, kept for retries. */
+function rotatedOnce(): RefreshFamilyRecord {
+  const { next } = decideRotation(
+    firstRecord(family, first),
+    { family, presented: first, successor: second, retry },
+    NOW,
+  );
+  assert.ok(next);
+  return next;
+}
+
+describe('presentedState', () => {
+  test('no record, or one past its expiry: unknown', () => {
+    assert.deepEqual(presentedState(null, first, NOW), { state: 'unknown' });
+    assert.deepEqual(presentedState(firstRecord(family, first), first, family.expiresAt), {
+      state: 'unknown',
+    });
+  });
+
+  test('a revoked family: revoked, whatever the token', () => {
+    const revoked = revokedRecord(firstRecord(family, first));
+    assert.deepEqual(presentedState(revoked, first, NOW), { state: 'revoked' });
+    assert.deepEqual(presentedState(revoked, second, NOW), { state: 'revoked' });
+  });
+
+  test('the current generation: current with its MAC, unknown with another', () => {
+    assert.deepEqual(presentedState(firstRecord(family, first), first, NOW), {
+      state: 'current',
+      grant: family,
+    });
+    assert.deepEqual(presentedState(firstRecord(family, first), { generation: 0, mac: 'forged' }, NOW), {
+      state: 'unknown',
+    });
+  });
+
+  test('a generation not issued yet: unknown', () => {
+    assert.deepEqual(presentedState(firstRecord(family, first), second, NOW), { state: 'unknown' });
+  });
+
+  test('the replaced token within its window: retry with the sealed successor', () => {
+    assert.deepEqual(presentedState(rotatedOnce(), first, NOW + 9_999), {
+      state: 'retry',
+      grant: family,
+      sealedSuccessor: 'sealed-1',
+    });
+  });
+
+  test('the replaced token at the end of its window, or with another MAC: reused', () => {
+    assert.deepEqual(presentedState(rotatedOnce(), first, retry.until), { state: 'reused', grant: family });
+    assert.deepEqual(presentedState(rotatedOnce(), { generation: 0, mac: 'other' }, NOW), {
+      state: 'reused',
+      grant: family,
+    });
+  });
+
+  test('an older generation than the replaced one: reused', () => {
+    const { next } = decideRotation(
+      rotatedOnce(),
+      { family, presented: second, successor: third, retry },
+      NOW,
+    );
+    assert.ok(next);
+    assert.deepEqual(presentedState(next, first, NOW), { state: 'reused', grant: family });
+  });
+});
+
+describe('decideRotation', () => {
+  test('the current token rotates: its successor is current, the family expiry moves, the retry is kept', () => {
+    const later = { ...family, expiresAt: NOW + 120_000 };
+    const { verdict, next } = decideRotation(
+      firstRecord(family, first),
+      { family: later, presented: first, successor: second, retry },
+      NOW,
+    );
+    assert.deepEqual(verdict, { state: 'rotated' });
+    assert.deepEqual(next, {
+      family: later,
+      current: second,
+      revoked: false,
+      retry: { ...retry, replacedMac: 'mac-0' },
+    });
+  });
+
+  test('rotated without a retry record: the replaced token is reused at once', () => {
+    const { next } = decideRotation(
+      firstRecord(family, first),
+      { family, presented: first, successor: second },
+      NOW,
+    );
+    assert.ok(next);
+    assert.equal(next.retry, undefined);
+    assert.equal(presentedState(next, first, NOW).state, 'reused');
+  });
+
+  test('a retry moves the window on to the asked end, never past the limit, and never back', () => {
+    const record = rotatedOnce();
+    const asked = (until: number) =>
+      decideRotation(record, { family, presented: first, successor: third, retry: { ...retry, until } }, NOW);
+    const moved = asked(NOW + 20_000);
+    assert.equal(moved.verdict.state, 'retry');
+    assert.equal(moved.next?.retry?.until, NOW + 20_000);
+    assert.equal(moved.next?.current, record.current);
+    assert.equal(asked(NOW + 900_000).next?.retry?.until, retry.limit);
+    assert.deepEqual(asked(NOW + 5_000), { verdict: presentedState(record, first, NOW), next: null });
+  });
+
+  test('a reuse revokes the family with that verdict, and drops the retry record', () => {
+    const { verdict, next } = decideRotation(
+      rotatedOnce(),
+      { family, presented: first, successor: third, retry },
+      retry.until,
+    );
+    assert.deepEqual(verdict, { state: 'reused', grant: family });
+    assert.deepEqual(next, { family, current: second, revoked: true });
+  });
+
+  test('unknown, revoked and expired families change nothing', () => {
+    const request = { family, presented: first, successor: second, retry };
+    assert.deepEqual(decideRotation(null, request, NOW), { verdict: { state: 'unknown' }, next: null });
+    assert.deepEqual(decideRotation(revokedRecord(firstRecord(family, first)), request, NOW), {
+      verdict: { state: 'revoked' },
+      next: null,
+    });
+    assert.deepEqual(decideRotation(firstRecord(family, first), request, family.expiresAt), {
+      verdict: { state: 'unknown' },
+      next: null,
+    });
+    assert.deepEqual(decideRotation(firstRecord(family, first), { ...request, presented: third }, NOW), {
+      verdict: { state: 'unknown' },
+      next: null,
+    });
+  });
+});
