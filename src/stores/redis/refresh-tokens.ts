@@ -378,13 +378,16 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
   }
 
   /** Lists a family that now expires at `expiresAt` for long enough, and notes so on the family. */
-  async #list(grant: RefreshTokenGrant, expiresAt: number): Promise<void> {
+  async #list(family: RefreshTokenFamily, expiresAt: number): Promise<void> {
     const listedUntil = this.#listedUntil(expiresAt);
-    await this.#index(grant.accountKind, grant.subject, grant.familyId, listedUntil);
+    await this.#index(family.accountKind, family.subject, family.familyId, listedUntil);
     // Lost, the next rotation lists the family again, which changes nothing but the note.
-    await runScript(this.#redis, SCRIPTS.noteListing, [this.#familyKey(grant.familyId)], [listedUntil]).catch(
-      () => undefined,
-    );
+    await runScript(
+      this.#redis,
+      SCRIPTS.noteListing,
+      [this.#familyKey(family.familyId)],
+      [listedUntil],
+    ).catch(() => undefined);
   }
 
   async #index(kind: AccountKind, subject: string, familyId: string, listedUntil: number): Promise<void> {
