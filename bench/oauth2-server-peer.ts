@@ -3,7 +3,8 @@
  * password grant, with the leanest model that answers the bench's token requests the way the
  * service does: clients, users and refresh tokens in memory; the client secret compared as a
  * SHA-256 digest in constant time; the password checked with bcryptjs at `BCRYPT_COST`; an
- * RS256 JWT access token signed with `node:crypto` carrying the claims of the service's
+ * RS256 JWT access token signed with `node:crypto` on libuv's thread pool (as the service
+ * signs, so that both use the machine's cores alike) carrying the claims of the service's
  * (`iss`, `sub`, `aud`, `client_id`, `client_rid`, `scope`, `kind`, `jti`, `iat`, `exp`, and
  * the credential stamp `cst` for an account), under a header with `alg`, `typ` and `kid`. It
  * checks less than the service: no session check, no reuse detection of refresh tokens, no
@@ -67,10 +68,14 @@ function serve(port: number, bcryptCost: number): Promise<void> {
   };
   const refreshTokens = new Map<string, RefreshToken>();
 
-  const signed = (key: KeyObject, claims: Record<string, unknown>) => {
-    const input = `${header}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
-    return `${input}.${sign('sha256', Buffer.from(input), key).toString('base64url')}`;
-  };
+  // On libuv's thread pool, as the service signs: both use the cores the same way.
+  const signed = (key: KeyObject, claims: Record<string, unknown>) =>
+    new Promise<string>((resolve, reject) => {
+      const input = `${header}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
+      sign('sha256', Buffer.from(input), key, (error, signature) =>
+        error ? reject(error) : resolve(`${input}.${signature.toString('base64url')}`),
+      );
+    });
 
   // Only the token endpoint is served, so the model has no getAccessToken (authenticate's).
   const model = {
