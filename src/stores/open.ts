@@ -90,7 +90,7 @@ export async function openStores(options: OpenStoresOptions): Promise<Stores> {
     refreshTokens: redisHealth
       ? guard(
           new RedisRefreshTokenStore(redis.client, {
-            writes: writer && acknowledgedWrites(writer.client, acks.replicas, acks.timeoutMs),
+            writes: writer && acknowledgedWrites(writer.client, acks.replicas, acks.timeoutMs, connect.log),
           }),
           redisHealth,
         )

@@ -217,7 +217,7 @@ describe('refusals at once while the primary has no replica to confirm', {
   after(() => Promise.all(cleanups.map((cleanup) => cleanup())));
 
   /** A store over `url` that reads on one connection and makes acknowledged changes on another. */
-  async function storeOver(url: string, prefix: string) {
+  async function storeOver(url: string, prefix: string, logged: string[] = []) {
     const [reader, writer] = await Promise.all(
       [0, 1].map(() => connectRedis(url, { deadline: Date.now() + 15_000, log: () => {} })),
     );
@@ -225,7 +225,7 @@ describe('refusals at once while the primary has no replica to confirm', {
     cleanups.push(() => Promise.all([reader.close(), writer.close()]));
     return new RedisRefreshTokenStore(reader.client, {
       prefix,
-      writes: acknowledgedWrites(writer.client, 1, 500),
+      writes: acknowledgedWrites(writer.client, 1, 500, (line) => logged.push(line)),
     });
   }
 
@@ -292,7 +292,8 @@ describe('refusals at once while the primary has no replica to confirm', {
     const replica = await startRedis([...noSyncDelay, '--replicaof', '127.0.0.1', new URL(primary.url).port]);
     cleanups.push(() => replica.dispose());
     const prefix = `acks_${randomUUID()}:`;
-    const store = await storeOver(primary.url, prefix);
+    const logged: string[] = [];
+    const store = await storeOver(primary.url, prefix, logged);
     const grant = newGrant();
     const first = { generation: 0, mac: randomBytes(16).toString('base64url') };
     // Confirmed once the replica has finished its first sync.
@@ -300,6 +301,12 @@ describe('refusals at once while the primary has no replica to confirm', {
 
     replica.signal('SIGKILL');
     const attempt = await refusedAtOnce(store, async () => primary.url, prefix, grant, first);
+    // One line, however many refusals, says why and what to do.
+    assert.equal(logged.length, 1, logged.join('\n'));
+    assert.match(
+      logged[0] ?? '',
+      /has 0 of the 1 replicas that REDIS_MIN_REPLICA_ACKS requires.*REDIS_MIN_REPLICA_ACKS=0/,
+    );
 
     await replica.restart();
     // The rotation the first refusal made on the primary is there, and now confirmed.

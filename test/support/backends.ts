@@ -112,30 +112,8 @@ export async function startSentinelSetup(): Promise<SentinelSetup> {
   const primary = await startRedis(noSyncDelay);
   const primaryPort = new URL(primary.url).port;
   const replica = await startRedis([...noSyncDelay, '--replicaof', '127.0.0.1', primaryPort]);
-  const sentinels = await Promise.all(
-    [1, 2, 3].map(async () => {
-      const port = await freePort();
-      const dir = mkdtempSync(join(tmpdir(), 'sentinel-'));
-      const conf = join(dir, 'sentinel.conf');
-      writeFileSync(
-        conf,
-        [
-          `port ${port}`,
-          'bind 127.0.0.1',
-          `dir ${dir}`,
-          `sentinel monitor ${masterName} 127.0.0.1 ${primaryPort} 2`,
-          `sentinel down-after-milliseconds ${masterName} 1000`,
-          `sentinel failover-timeout ${masterName} 5000`,
-          '',
-        ].join('\n'),
-      );
-      const url = `redis://127.0.0.1:${port}`;
-      return {
-        port,
-        backend: await manage('redis-server', [conf, '--sentinel'], port, dir, url, async () => {}),
-      };
-    }),
-  );
+  const sentinels = await Promise.all([1, 2, 3].map(() => startSentinel(masterName, Number(primaryPort))));
+  await sentinelsReady(sentinels, masterName, replica.url);
   const ask = async <T>(command: string[]): Promise<T> => {
     const client = new Redis({ port: sentinels[0]?.port, host: '127.0.0.1', lazyConnect: true });
     try {
@@ -144,21 +122,6 @@ export async function startSentinelSetup(): Promise<SentinelSetup> {
       client.disconnect();
     }
   };
-  // A failover needs a replica in sync, and known to the Sentinels.
-  await waitUntil(async () => {
-    const client = new Redis(replica.url, { lazyConnect: true });
-    try {
-      if (!(await client.info('replication')).includes('master_link_status:up'))
-        throw new Error('not in sync yet');
-    } finally {
-      client.disconnect();
-    }
-  }, 20_000);
-  await waitUntil(async () => {
-    const replicas = await ask<string[][]>(['REPLICAS', masterName]);
-    const flags = replicas[0]?.[replicas[0].indexOf('flags') + 1];
-    if (flags !== 'slave') throw new Error(`replica not ready yet (${flags})`);
-  }, 20_000);
   return {
     url: `redis+sentinel://${sentinels.map(({ port }) => `127.0.0.1:${port}`).join(',')}/${masterName}`,
     masterName,
@@ -170,7 +133,7 @@ export async function startSentinelSetup(): Promise<SentinelSetup> {
     },
     async dispose() {
       await Promise.all([
-        ...sentinels.map(({ backend }) => backend.dispose()),
+        ...sentinels.map((sentinel) => sentinel.dispose()),
         primary.dispose(),
         replica.dispose(),
       ]);
@@ -280,6 +243,45 @@ export async function startSentinel(
     async () => {},
   );
   return { ...backend, port };
+}
+
+/**
+ * Waits until a failover can happen: the replica at `replicaUrl` is in sync, and every Sentinel
+ * knows it and the other Sentinels. Sentinels learn both only through the master (its INFO every
+ * 10 s, its hello channel every 2 s): a master killed before that, as on a loaded machine, is
+ * never replaced. `password` opens the replica and the Sentinels that require one.
+ */
+export async function sentinelsReady(
+  sentinels: readonly { port: number }[],
+  masterName: string,
+  replicaUrl: string,
+  password?: string,
+): Promise<void> {
+  await waitUntil(async () => {
+    const client = new Redis(replicaUrl, { lazyConnect: true, password });
+    try {
+      if (!(await client.info('replication')).includes('master_link_status:up'))
+        throw new Error('not in sync yet');
+    } finally {
+      client.disconnect();
+    }
+  }, 20_000);
+  await waitUntil(async () => {
+    for (const { port } of sentinels) {
+      const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, password });
+      try {
+        const master = (await client.call('SENTINEL', 'MASTER', masterName)) as string[];
+        const others = master[master.indexOf('num-other-sentinels') + 1];
+        if (others !== String(sentinels.length - 1))
+          throw new Error(`Sentinel ${port} knows ${others} others`);
+        const replicas = (await client.call('SENTINEL', 'REPLICAS', masterName)) as string[][];
+        const flags = replicas[0]?.[replicas[0].indexOf('flags') + 1];
+        if (flags !== 'slave') throw new Error(`Sentinel ${port}: replica not ready yet (${flags})`);
+      } finally {
+        client.disconnect();
+      }
+    }
+  }, 30_000);
 }
 
 /** A private FerretDB; `extraArgs` are more of its options (`--setup-username`, ...). */

@@ -72,12 +72,23 @@ interface Primary {
  * confirm within `timeoutMs` fails every write in it with NotReplicated (503): it was made on
  * the primary and may still reach the replicas, and the client's retry finds it there.
  */
-export function acknowledgedWrites(redis: RedisClient, replicas: number, timeoutMs: number): ScriptWrites {
+export function acknowledgedWrites(
+  redis: RedisClient,
+  replicas: number,
+  timeoutMs: number,
+  log: (message: string) => void = () => {},
+): ScriptWrites {
   const batchers = new Map<string, (write: PendingWrite) => void>();
   const batcherFor = (key: string, primary: Primary) => {
     let batcher = batchers.get(key);
     if (!batcher) {
-      batcher = batchWrites(primary, replicas, timeoutMs);
+      batcher = batchWrites(primary, replicas, timeoutMs, (able) =>
+        log(
+          `Redis primary ${key || 'named by REDIS_URL'} has ${able} of the ${replicas} replicas that REDIS_MIN_REPLICA_ACKS requires: ` +
+            'sign-ins, refreshes and revocations it owns are answered 503 until it has them. ' +
+            'Add replicas, or set REDIS_MIN_REPLICA_ACKS=0 to serve without them (a failover may then lose answered changes).',
+        ),
+      );
       batchers.set(key, batcher);
     }
     return batcher;
@@ -137,9 +148,14 @@ function clusterPrimary(cluster: Cluster, key: string): { key: string; primary: 
  * The batches of one primary. Once a WAIT has fallen short and the primary says it has fewer
  * replicas that can acknowledge than `replicas`, a write is refused at once, without being
  * made, instead of waiting out `timeoutMs` in vain; the primary is asked again until it has
- * enough.
+ * enough. `refusing` hears when the refusals begin.
  */
-function batchWrites(primary: Primary, replicas: number, timeoutMs: number): (write: PendingWrite) => void {
+function batchWrites(
+  primary: Primary,
+  replicas: number,
+  timeoutMs: number,
+  refusing: (able: number) => void,
+): (write: PendingWrite) => void {
   let queue: PendingWrite[] = [];
   let out = 0;
   let scheduled = false;
@@ -194,6 +210,9 @@ function batchWrites(primary: Primary, replicas: number, timeoutMs: number): (wr
       for (;;) {
         // Unknown (no answer) is not short: the writes themselves then say what is wrong.
         const able = await primary.replication().then(acknowledgingReplicas, () => replicas);
+        // Said once as the refusals begin, so an operator sees why (a Cluster without replicas
+        // that earlier versions served, say) without a line per request.
+        if (able < replicas && !short) refusing(able);
         short = able < replicas;
         if (!short) return;
         await new Promise((resolve) => setTimeout(resolve, RECHECK_REPLICAS_MS).unref());
