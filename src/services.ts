@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { createAccountFlows } from './accounts/account-flows.ts';
 import { type AccountFormSeal, createAccountForms } from './accounts/account-forms.ts';
-import { AVATAR_PIXEL_LIMIT } from './accounts/avatar-image.ts';
+import { AVATAR_PIXEL_LIMIT, configureImageLibrary } from './accounts/avatar-image.ts';
 import { createAvatars } from './accounts/avatars.ts';
 import { createAccountManagement } from './accounts/management.ts';
 import { createPasswordHasher } from './accounts/password-hasher.ts';
@@ -60,6 +60,7 @@ export { secureKeyDirectory } from './stores/key-ring/file-store.ts';
  * commands of the CLI act through, and what everything else stands on.
  */
 export async function openAccountServices(config: Config, options: OpenOptions = {}) {
+  configureImageLibrary();
   const stores = await openStores({
     mongodbUrl: config.mongodbUrl,
     redisUrl: config.redisUrl,

@@ -39,6 +39,16 @@ export class ImageTooLarge extends Problem {
   }
 }
 
+/**
+ * libvips' settings, which are the process's: no operation cache (it keeps decoded images for
+ * reuse, and an upload is never seen twice) and one thread an image (decodes are bounded by
+ * count, and the CPU is the workers'). Set once by the composition root, before any upload.
+ */
+export function configureImageLibrary(): void {
+  sharp.cache(false);
+  sharp.concurrency(1);
+}
+
 /** Turns uploaded bytes into the avatar that is stored. */
 export type AvatarEncoder = (bytes: Uint8Array) => Promise<Avatar>;
 
@@ -57,9 +67,6 @@ export type AvatarEncoder = (bytes: Uint8Array) => Promise<Avatar>;
  * anything but the three formats, 400 beyond the pixel limit, 503 when too many uploads wait.
  */
 export function createAvatarEncoder(limits: AvatarLimits): AvatarEncoder {
-  // libvips' operation cache keeps decoded images for reuse; an upload is never seen twice.
-  sharp.cache(false);
-  sharp.concurrency(1);
   const decodes = boundedConcurrency(DECODES_AT_ONCE, DECODES_WAITING);
 
   return async (bytes) => {

@@ -55,17 +55,22 @@ export function createRequestHandler(
   });
   const entries = new Map<Middleware<Request>, Entry>();
   options.routes.forEach((route, index) => {
-    const serve = serverOf(route);
+    // The route is served with the pattern trouter compiles when it is added: so it is added
+    // first, and its server made right after.
+    let serve: ReturnType<typeof serverOf> = async () => undefined;
     // A page beside an API route takes only a browser's requests; polka hands the others on.
     const entry: Entry = {
       route,
       index,
-      serve: route.forBrowsers ? (req, res, next) => (admits(route, req) ? serve(req, res) : next()) : serve,
+      serve: route.forBrowsers
+        ? (req, res, next) => (admits(route, req) ? serve(req, res) : next())
+        : (req, res) => serve(req, res),
     };
     entries.set(entry.serve, entry);
     // trouter answers HEAD with the GET routes (RFC 9110 §9.3.2: HEAD is GET without the body,
     // which Node drops by itself).
     app.add(route.method, route.path, entry.serve);
+    serve = serverOf(route, compiledLast(app));
   });
   const tableMethods = [...new Set(options.routes.map(({ method }) => method))];
 
@@ -75,7 +80,10 @@ export function createRequestHandler(
     return found.flatMap((serve) => entries.get(serve) ?? []).sort((a, b) => a.index - b.index);
   }
 
-  function serverOf(route: AnyRoute): (req: Request, res: ServerResponse) => Promise<void> {
+  function serverOf(
+    route: AnyRoute,
+    compiled: Compiled,
+  ): (req: Request, res: ServerResponse) => Promise<void> {
     const headers = headersForRoute(route.name, options.responseHeaders, options.deprecations[route.name]);
     const cors = corsFor([route]);
     const written = routeHeaders(headers, cors);
@@ -86,7 +94,7 @@ export function createRequestHandler(
         ? compileValidator(route.query, (errors) => new BadRequest('The query is invalid', { errors }))
         : undefined;
 
-    const parameters = parametersOf(route);
+    const parameters = parametersOf(compiled);
     return async (req, res) => {
       answering.set(req, route);
       try {
@@ -220,19 +228,42 @@ function admits(route: AnyRoute, req: IncomingMessage, method = req.method ?? ''
   return !route.forBrowsers || asksForPage(req, method);
 }
 
+/** What trouter keeps of a route it was given (not in its types): the names and the compiled pattern. */
+interface Compiled {
+  keys: readonly string[];
+  pattern: RegExp;
+}
+
+/** The pattern trouter compiled for the route just added to `app`. */
+function compiledLast(app: object): Compiled {
+  const routes: unknown = Reflect.get(app, 'routes');
+  const last: unknown = Array.isArray(routes) ? routes.at(-1) : undefined;
+  const keys: unknown = last && Reflect.get(last, 'keys');
+  const pattern: unknown = last && Reflect.get(last, 'pattern');
+  if (!Array.isArray(keys) || !(pattern instanceof RegExp)) {
+    throw new Error('trouter no longer keeps each route as { keys, pattern }: see parametersOf');
+  }
+  return { keys, pattern };
+}
+
 /**
  * What a route's parameters are on a path it matches. polka hands a request the parameters of
  * every route of the table whose pattern matches its path, merged, a later route's value
  * replacing an earlier one's of the same name (`/users/:id`, then `/:id/:action`): so the route
- * that answers reads its own, through a polka app of its pattern alone. Percent-escapes are
- * decoded as polka decodes them; a malformed one is left as sent.
+ * that answers reads its own, by one exec of the pattern trouter compiled for it. Percent-escapes
+ * are decoded as polka decodes them; a malformed one is left as sent.
  */
-function parametersOf(route: AnyRoute): (path: string) => Record<string, string> {
-  if (!/[:*]/.test(route.path)) return () => ({});
-  const own = polka().add(route.method, route.path, () => undefined);
+function parametersOf({ keys, pattern }: Compiled): (path: string) => Record<string, string> {
+  if (keys.length === 0) return () => ({});
   return (path) => {
-    const { params } = own.find(route.method, path);
-    if (path.includes('%')) for (const name in params) params[name] = decodeSegment(params[name] ?? '');
+    const params: Record<string, string> = {};
+    const match = pattern.exec(path);
+    if (match === null) return params;
+    const decode = path.includes('%');
+    keys.forEach((name, i) => {
+      const value = match[i + 1];
+      if (value !== undefined) params[name] = decode ? decodeSegment(value) : value;
+    });
     return params;
   };
 }

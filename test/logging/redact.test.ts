@@ -201,65 +201,6 @@ describe('scrubText', () => {
       assert.equal(scrubText(text), text);
     }
   });
-
-  test('takes time linear in the text: 1 MB shaped against each rule is scrubbed well under a second', () => {
-    const megabyte = (unit: string) => unit.repeat(Math.ceil(1_000_000 / unit.length));
-    const adversarial = [
-      megabyte('"password'),
-      megabyte('"a":'),
-      megabyte('"password":"'),
-      megabyte('password:'),
-      megabyte('token='),
-      megabyte('a-'),
-      megabyte('Bearer '),
-      `password${' '.repeat(1_000_000)}:x`,
-      megabyte(`${'x'.repeat(60)}":`),
-      megabyte("'token' : '"),
-      megabyte('a://b:'),
-      megabyte('://:'),
-      megabyte('%70assword='),
-      megabyte('%:'),
-      megabyte('x%:'),
-      megabyte('%E0:'),
-      megabyte('://a:@'),
-      `://a:${'x'.repeat(1_000_000)}`,
-      megabyte('/account/activate/'),
-      megabyte('%2Faccount%2F'),
-      megabyte('/account/reset-password'),
-      `/account/reset-password/${'a'.repeat(1_000_000)}`,
-      megabyte('?code='),
-      megabyte('&state%3D'),
-      megabyte('%3Fcode%3D'),
-      megabyte('%3D'),
-      megabyte('a%3Fx%3D'),
-      megabyte(`?${'%3F'.repeat(20)}code=`),
-      'A'.repeat(1_000_000),
-      megabyte(`${'A'.repeat(43)}.`),
-      megabyte(`${'A'.repeat(43)}%2F`),
-      megabyte('%2F'),
-      megabyte('%A'),
-      megabyte('"hash":"'),
-      megabyte('eyJ.'),
-      megabyte('eyJ.eyJ'),
-      megabyte('eyJ..'),
-      megabyte(`eyJ${'a'.repeat(40)}.`),
-      megabyte('eyJ.eyJ.eyJ '),
-      megabyte('%25'),
-      '%'.concat('25'.repeat(500_000)),
-      megabyte('%252'),
-      megabyte('%2525x'),
-      megabyte(`%2525${'A'.repeat(41)}`),
-      megabyte('%252Faccount%2525'),
-      megabyte('%253D'),
-      megabyte('a%253Fb%253D'),
-    ];
-    for (const text of adversarial) {
-      const started = performance.now();
-      scrubText(text);
-      const elapsed = performance.now() - started;
-      assert.ok(elapsed < 500, `${JSON.stringify(text.slice(0, 24))}… took ${Math.round(elapsed)} ms`);
-    }
-  });
 });
 
 describe('scrubSecrets', () => {
