@@ -3,14 +3,17 @@
  * password grant, with the leanest model that answers the bench's token requests the way the
  * service does: clients, users and refresh tokens in memory; the client secret compared as a
  * SHA-256 digest in constant time; the password checked with bcryptjs at `BCRYPT_COST`; an
- * RS256 JWT access token signed with `node:crypto` on libuv's thread pool (as the service
- * signs, so that both use the machine's cores alike) carrying the claims of the service's
+ * RS256 JWT access token signed with `node:crypto` on libuv's thread pool, as the service signs
+ * (a KeyObject made once, `crypto.sign` with a callback), carrying the claims of the service's
  * (`iss`, `sub`, `aud`, `client_id`, `client_rid`, `scope`, `kind`, `jti`, `iat`, `exp`, and
  * the credential stamp `cst` for an account), under a header with `alg`, `typ` and `kid`. It
  * checks less than the service: no session check, no reuse detection of refresh tokens, no
  * key ring. A plain `node:http` server reads the form body and hands it over.
  *
- *   node bench/oauth2-server-peer.ts <port>
+ *   node bench/oauth2-server-peer.ts <port> [loop]
+ *
+ * With `loop` it signs synchronously on its one event loop instead, as the bench's peer did
+ * before issue 29: a process that leaves the thread pool idle, kept as a row for comparison.
  *
  * It serves `POST /token`, prints `serving` once it listens and runs until it is sent SIGTERM.
  */
@@ -50,7 +53,7 @@ interface PeerUser extends User {
   cst?: string;
 }
 
-function serve(port: number, bcryptCost: number): Promise<void> {
+function serve(port: number, bcryptCost: number, onLoop: boolean): Promise<void> {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const kid = thumbprint(publicKey);
   const header = Buffer.from(JSON.stringify({ alg: 'RS256', typ: 'at+jwt', kid })).toString('base64url');
@@ -68,14 +71,16 @@ function serve(port: number, bcryptCost: number): Promise<void> {
   };
   const refreshTokens = new Map<string, RefreshToken>();
 
-  // On libuv's thread pool, as the service signs: both use the cores the same way.
-  const signed = (key: KeyObject, claims: Record<string, unknown>) =>
-    new Promise<string>((resolve, reject) => {
-      const input = `${header}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
-      sign('sha256', Buffer.from(input), key, (error, signature) =>
-        error ? reject(error) : resolve(`${input}.${signature.toString('base64url')}`),
-      );
-    });
+  const signature = (input: Buffer, key: KeyObject): Promise<Buffer> =>
+    onLoop
+      ? Promise.resolve(sign('sha256', input, key))
+      : new Promise((resolve, reject) =>
+          sign('sha256', input, key, (error, signed) => (error ? reject(error) : resolve(signed))),
+        );
+  const signed = async (key: KeyObject, claims: Record<string, unknown>) => {
+    const input = `${header}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
+    return `${input}.${(await signature(Buffer.from(input), key)).toString('base64url')}`;
+  };
 
   // Only the token endpoint is served, so the model has no getAccessToken (authenticate's).
   const model = {
@@ -156,8 +161,11 @@ function serve(port: number, bcryptCost: number): Promise<void> {
 
 async function main(): Promise<void> {
   const port = Number(process.argv[2]);
-  if (!Number.isInteger(port)) throw new Error('usage: node bench/oauth2-server-peer.ts <port>');
-  await serve(port, Number(process.env.BCRYPT_COST ?? 10));
+  const signing = process.argv[3];
+  if (!Number.isInteger(port) || (signing !== undefined && signing !== 'loop')) {
+    throw new Error('usage: node bench/oauth2-server-peer.ts <port> [loop]');
+  }
+  await serve(port, Number(process.env.BCRYPT_COST ?? 10), signing === 'loop');
   process.stdout.write('serving\n');
   process.once('SIGTERM', () => process.exit(0));
 }

@@ -16,6 +16,7 @@ export const BCRYPT_COST = Number(process.env.BCRYPT_COST ?? 10);
 const PEERS = {
   'oidc-provider': { script: 'oidc-provider-peer.ts', args: (processes: number) => [String(processes)] },
   'oauth2-server': { script: 'oauth2-server-peer.ts', args: () => [] },
+  'oauth2-server-loop': { script: 'oauth2-server-peer.ts', args: () => ['loop'] },
 } as const;
 
 const stops: (() => Promise<void>)[] = [];
