@@ -444,15 +444,10 @@ for (const { label, url: redisUrl } of redisTargets())
       ).find(Boolean);
       assert.ok(subjectKey, 'the family is listed under its account');
       assert.deepEqual(await redis.zrange(subjectKey, '0', '-1'), [g.familyId]);
-      const familyTtl = await redis.pttl(`${prefix}{${g.familyId}}`);
-      assert.ok(familyTtl > 0 && familyTtl <= 90_000, `the family expires (pttl ${familyTtl})`);
-      // The account's set lists a family for an eighth of its lifetime longer than it lives, so
-      // that rotations need not rewrite the listing each time.
-      const listingTtl = await redis.pttl(subjectKey);
-      assert.ok(
-        listingTtl >= familyTtl && listingTtl <= familyTtl * 1.125 + 1000,
-        `the account's set expires soon after its last family (pttl ${listingTtl}, the family's ${familyTtl})`,
-      );
+      for (const key of [`${prefix}{${g.familyId}}`, subjectKey]) {
+        const ttl = await redis.pttl(key);
+        assert.ok(ttl > 0 && ttl <= 90_000, `${key} expires (pttl ${ttl})`);
+      }
 
       const revoked = await issue(store, grant({ accountKind: 'admin', subject }));
       await issue(store, grant({ accountKind: 'admin', subject, expiresAt: Date.now() + 200 }));
@@ -464,16 +459,6 @@ for (const { label, url: redisUrl } of redisTargets())
         (await redis.zrange(subjectKey, '0', '-1')).sort(),
         [g.familyId, fresh.familyId].sort(),
       );
-
-      // Rotations within the listing leave it as it is; one that outlives it lists the family anew.
-      const listed = Number(await redis.zscore(subjectKey, g.familyId));
-      t = await rotated(store, g, t, { retry: retryFor(300) });
-      assert.equal(Number(await redis.zscore(subjectKey, g.familyId)), listed);
-      const later = listed + 3_600_000;
-      t = await rotated(store, g, t, { retry: retryFor(300), expiresAt: later });
-      assert.ok(Number(await redis.zscore(subjectKey, g.familyId)) > later);
-      await store.revokeSubject('admin', subject);
-      assert.equal((await inspect(store, t)).state, 'revoked');
     });
 
     describe('behind replicas whose confirmation the test decides', () => {

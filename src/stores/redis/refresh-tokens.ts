@@ -22,7 +22,6 @@ import { immediateWrites, type ScriptWrites } from './writes.ts';
  *                        m its MAC
  *                        s u live | r revoked
  *                        e expiry (ms), c client, k kind, u subject, sc scope, st stamp
- *                        i until when the account's set lists the family (ms)
  *   P{familyId}:r      hash, the last rotation's retry record, PEXPIREAT the end of its window
  *                      (the family's expiry while p is set):
  *                        m MAC of the token it replaced
@@ -32,10 +31,9 @@ import { immediateWrites, type ScriptWrites } from './writes.ts';
  *                          answer: no retry moves the window past it
  *                        p while the last answer handing the successor out waits for the
  *                          replicas: its mark (a fresh MAC); the window has not started
- *   Ps:{account}       sorted set of the account's family ids, each scored with when it may
- *                      be dropped (its expiry and some more: below), pruned of those past it
- *                      on every write, PEXPIREAT its latest score; the tag is a 96-bit digest
- *                      of kind and subject, shorter than both
+ *   Ps:{account}       sorted set of the account's family ids scored by expiry, pruned of
+ *                      expired families on every write, PEXPIREAT its latest score; the
+ *                      tag is a 96-bit digest of kind and subject, shorter than both
  *
  * The `{...}` hash tags keep a family's two keys on one cluster slot, so each script runs on
  * one. Only MACs are stored, never a token: the random part a token needs is in no key.
@@ -43,21 +41,11 @@ import { immediateWrites, type ScriptWrites } from './writes.ts';
 
 const GRANT_FIELDS = "'c', 'k', 'u', 'sc', 'st', 'e'";
 
-/**
- * A rotation moves a family's expiry on, and the account's set must list the family until
- * then, or revoking the account's sessions would miss it. Listed only until its expiry, a
- * family's listing would be rewritten by every rotation: in a Cluster that is a write to
- * another shard, with a WAIT of its own there. So a family is listed for an eighth of its
- * remaining lifetime beyond its expiry, and rotations rewrite the listing only once the
- * expiry has passed that: once per eighth of the refresh-token lifetime of refreshing.
- */
-const LISTING_SLACK = 1 / 8;
-
 /** Starts a family unless one with its id exists (a revoked one included). */
 const CREATE = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'g', 0, 'm', ARGV[1], 's', 'u', 'e', ARGV[2],
-  'c', ARGV[3], 'k', ARGV[4], 'u', ARGV[5], 'sc', ARGV[6], 'st', ARGV[7], 'i', ARGV[8])
+  'c', ARGV[3], 'k', ARGV[4], 'u', ARGV[5], 'sc', ARGV[6], 'st', ARGV[7])
 redis.call('PEXPIREAT', KEYS[1], ARGV[2])
 return 1
 `;
@@ -71,7 +59,7 @@ return 1
 const FIND = `
 local function find()
   local now = tonumber(ARGV[3])
-  local f = redis.call('HMGET', KEYS[1], 'g', 'm', 's', ${GRANT_FIELDS}, 'i')
+  local f = redis.call('HMGET', KEYS[1], 'g', 'm', 's', ${GRANT_FIELDS})
   if not f[1] or tonumber(f[9]) <= now then return 'unknown' end
   if f[3] == 'r' then return 'revoked' end
   local presented, current = tonumber(ARGV[1]), tonumber(f[1])
@@ -89,7 +77,7 @@ local function find()
 end
 local function reply(state, f, r)
   if not f then return {state} end
-  return {state, f[4], f[5], f[6], f[7], f[8], f[9], r and r[2] or ''}
+  return {state, f[4], f[5], f[6], f[7], f[8], f[9], r and r[2]}
 end
 `;
 
@@ -111,11 +99,6 @@ return reply(find())
 const ROTATE = `${FIND}
 local state, f, r = find()
 local pending = ARGV[8] ~= '' and ARGV[6] ~= ''
--- 1 when the account's set lists the family for less long than it now lives.
-local function unlisted(expiry)
-  if tonumber(f[10] or 0) < tonumber(expiry) then return 1 end
-  return 0
-end
 if state == 'current' then
   redis.call('HSET', KEYS[1], 'g', tonumber(ARGV[1]) + 1, 'm', ARGV[4], 'e', ARGV[5])
   redis.call('PEXPIREAT', KEYS[1], ARGV[5])
@@ -130,7 +113,7 @@ if state == 'current' then
     redis.call('HDEL', KEYS[2], 'p')
     redis.call('PEXPIREAT', KEYS[2], ARGV[7])
   end
-  return {'rotated', unlisted(ARGV[5])}
+  return {'rotated'}
 elseif state == 'retry' then
   -- Every branch writes, so that a WAIT after this script, on any connection, also covers
   -- the rotation this answer hands out.
@@ -150,9 +133,7 @@ elseif state == 'reused' then
   redis.call('HSET', KEYS[1], 's', 'r')
   redis.call('DEL', KEYS[2])
 end
-local out = reply(state, f, r)
-if state == 'retry' then out[9] = unlisted(f[9]) end
-return out
+return reply(state, f, r)
 `;
 
 /**
@@ -185,14 +166,6 @@ redis.call('PEXPIREAT', KEYS[1], ends)
 return 1
 `;
 
-/** Notes until when the account's set lists the family (ARGV[1]), never earlier, if it still exists. */
-const NOTE_LISTING = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if tonumber(redis.call('HGET', KEYS[1], 'i') or 0) >= tonumber(ARGV[1]) then return 0 end
-redis.call('HSET', KEYS[1], 'i', ARGV[1])
-return 1
-`;
-
 /** Marks the family revoked for the rest of its life; returns its account to unlist it from. */
 const REVOKE_FAMILY = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
@@ -218,7 +191,6 @@ const SCRIPTS = {
   inspect: script(INSPECT),
   rotate: script(ROTATE),
   confirmAnswer: script(CONFIRM_ANSWER),
-  noteListing: script(NOTE_LISTING),
   revokeFamily: script(REVOKE_FAMILY),
   indexFamily: script(INDEX_FAMILY),
 };
@@ -243,8 +215,7 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
   async create(grant: RefreshTokenFamily, first: RefreshTokenGeneration): Promise<boolean> {
     // Index the family under its account first: if the second step fails, the set only lists
     // a family that does not exist, whereas the other order could leave one revokeSubject misses.
-    const listedUntil = this.#listedUntil(grant.expiresAt);
-    await this.#index(grant.accountKind, grant.subject, grant.familyId, listedUntil);
+    await this.#index(grant.accountKind, grant.subject, grant.familyId, grant.expiresAt);
     const created = await this.#writes.run(
       SCRIPTS.create,
       [this.#familyKey(grant.familyId)],
@@ -256,7 +227,6 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
         grant.subject,
         grant.scope,
         grant.credentialStamp,
-        listedUntil,
       ],
     );
     return created === 1;
@@ -283,12 +253,11 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
     // (below), as long as it lasts; the successor's MAC, fresh each time, marks this answer.
     const startedAt = this.#now();
     const pending = retry && this.#writes.acknowledged ? successor.mac : '';
-    // The listing follows the rotation when the family outlives it. Were only the rotation to
-    // land, the refresh fails, and its successor is never handed out: the client's retry finds
-    // the rotation still unlisted and lists it; after the retry window the replaced token is
-    // reuse and revokes the family, so no family that anyone can refresh stays unlisted.
-    const reply = await this.#writes
-      .run(SCRIPTS.rotate, this.#familyKeys(grant.familyId), [
+    // Both in one batch, the index sent first: were only the rotation to land, the refresh
+    // failed, and the client's retry finds the rotation and lists the family again.
+    const [, reply] = await Promise.all([
+      this.#index(grant.accountKind, grant.subject, grant.familyId, grant.expiresAt),
+      this.#writes.run(SCRIPTS.rotate, this.#familyKeys(grant.familyId), [
         presented.generation,
         presented.mac,
         this.#now(),
@@ -298,19 +267,14 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
         retry?.until ?? 0,
         pending,
         retry?.limit ?? 0,
-      ])
-      .then(async (reply) => {
-        const expiresAt = unlistedExpiry(grant.expiresAt, reply);
-        if (expiresAt !== undefined) await this.#list(grant, expiresAt);
-        return reply;
-      })
-      .catch(async (error: unknown) => {
-        // Not answered (the replicas did not confirm in time, or the index failed): a mark this
-        // answer may have set would keep the replaced token a retry for good.
-        if (pending && retry)
-          await this.#unmark(grant.familyId, pending, this.#now() + (retry.until - startedAt));
-        throw error;
-      });
+      ]),
+    ]).catch(async (error: unknown) => {
+      // Not answered (the replicas did not confirm in time, or the index failed): a mark this
+      // answer may have set would keep the replaced token a retry for good.
+      if (pending && retry)
+        await this.#unmark(grant.familyId, pending, this.#now() + (retry.until - startedAt));
+      throw error;
+    });
     const found = Array.isArray(reply) && reply[0] === 'rotated' ? null : stateOf(grant.familyId, reply);
     if (found?.state === 'current') throw new Error('The rotate script left a current token unrotated');
     if (pending && retry && (!found || found.state === 'retry'))
@@ -372,29 +336,11 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
     if (families.length > 0) await this.#redis.zrem(key, ...families);
   }
 
-  /** Until when a family that expires at `expiresAt` is listed under its account. */
-  #listedUntil(expiresAt: number): number {
-    return expiresAt + Math.ceil(Math.max(0, expiresAt - this.#now()) * LISTING_SLACK);
-  }
-
-  /** Lists a family that now expires at `expiresAt` for long enough, and notes so on the family. */
-  async #list(family: RefreshTokenFamily, expiresAt: number): Promise<void> {
-    const listedUntil = this.#listedUntil(expiresAt);
-    await this.#index(family.accountKind, family.subject, family.familyId, listedUntil);
-    // Lost, the next rotation lists the family again, which changes nothing but the note.
-    await runScript(
-      this.#redis,
-      SCRIPTS.noteListing,
-      [this.#familyKey(family.familyId)],
-      [listedUntil],
-    ).catch(() => undefined);
-  }
-
-  async #index(kind: AccountKind, subject: string, familyId: string, listedUntil: number): Promise<void> {
+  async #index(kind: AccountKind, subject: string, familyId: string, expiresAt: number): Promise<void> {
     await this.#writes.run(
       SCRIPTS.indexFamily,
       [this.#subjectKey(kind, subject)],
-      [familyId, listedUntil, this.#now()],
+      [familyId, expiresAt, this.#now()],
     );
   }
 
@@ -416,16 +362,6 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
     const account = createHash('sha256').update(`${kind}:${subject}`).digest('base64url').slice(0, 16);
     return `${this.#prefix}s:{${account}}`;
   }
-}
-
-/**
- * The family's expiry when a ROTATE reply says the account's set lists it for less long: the
- * new one of a rotation, or that of the rotation a retry hands out.
- */
-function unlistedExpiry(rotatedTo: number, reply: unknown): number | undefined {
-  if (!Array.isArray(reply)) return undefined;
-  if (reply[0] === 'rotated') return reply[1] === 1 ? rotatedTo : undefined;
-  return reply[0] === 'retry' && reply[8] === 1 ? Number(reply[6]) : undefined;
 }
 
 /** The state a FIND reply names, with the grant from its fields. */
