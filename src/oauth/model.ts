@@ -152,16 +152,39 @@ export type RefreshTokenState =
   | { state: 'unknown' };
 
 /**
+ * The last rotation's retry record, for the token it replaced (by its MAC). Behind Redis
+ * replicas an answer handing the successor out counts once they confirm it: until then the
+ * record carries that answer's mark (`pending`) and its window has not started, and the
+ * first answer confirmed sets `limit`.
+ */
+export interface RefreshRetryRecord {
+  replacedMac: string;
+  sealedSuccessor: string;
+  /** End of the retry window, epoch milliseconds. */
+  until: number;
+  /** The latest end of the window; absent until the rotation's first answer counts. */
+  limit?: number;
+  /** The mark of the last answer still waiting for the replicas (a fresh MAC). */
+  pending?: string;
+}
+
+/**
  * A family as a store keeps it: what its tokens stand for, its one live token, whether it is
- * revoked, and the last rotation's retry record (for the token it replaced, by its MAC).
- * What each presented token is, and what a rotation makes of the record, is decided in one
- * place (`refresh-family.ts`); a store only keeps the record.
+ * revoked, and the last rotation's retry record. What each presented token is, and what a
+ * rotation makes of the record, is decided in one place (`refresh-family.ts`); a store only
+ * keeps the record.
  */
 export interface RefreshFamilyRecord {
   family: RefreshTokenFamily;
   current: RefreshTokenGeneration;
   revoked: boolean;
-  retry?: RefreshTokenRetry & { replacedMac: string };
+  retry?: RefreshRetryRecord;
+}
+
+/** A family's record as read, with the version a compare-and-set of it must name. */
+export interface VersionedFamilyRecord {
+  record: RefreshFamilyRecord;
+  version: number;
 }
 
 /**
@@ -170,12 +193,24 @@ export interface RefreshFamilyRecord {
  * a store may forget it any time after.
  */
 export interface RefreshFamilyRecords {
-  read(familyId: string): Promise<{ record: RefreshFamilyRecord; version: number } | null>;
+  /**
+   * Whether a write counts only once replicas confirm it, some time after it was made: the
+   * rules then start a retry window only once its answer is confirmed.
+   */
+  readonly acknowledged: boolean;
+  read(familyId: string): Promise<VersionedFamilyRecord | null>;
   /**
    * Stores the record when the family's stored version is still `version` (0: no record),
-   * as version + 1, and answers whether it did; a revoked record is unlisted from its account.
+   * as version + 1, and answers whether it did, once it counts; the family is listed under
+   * its account while it lives, and unlisted once revoked. Rejects when the write may have
+   * been made without counting (replicas that did not confirm it): the caller reads again.
    */
   write(record: RefreshFamilyRecord, version: number): Promise<boolean>;
+  /**
+   * The same compare-and-set for a change to the retry record alone (its window): it counts
+   * once made, and leaves the listing as it is.
+   */
+  amend(record: RefreshFamilyRecord, version: number): Promise<boolean>;
   /** The ids of the account's families that are neither expired nor revoked, as listed. */
   familiesOf(accountKind: AccountKind, subject: string): Promise<string[]>;
 }
@@ -185,8 +220,7 @@ export type RefreshTokenRotation = { state: 'rotated' } | Exclude<RefreshTokenSt
 
 /**
  * The refresh tokens' store as the OAuth domain uses it; its rules are those of
- * `refresh-family.ts` (VersionedRefreshTokenStore applies them over RefreshFamilyRecords; the
- * Redis store still states them in its Lua).
+ * `refresh-family.ts`, which VersionedRefreshTokenStore applies over RefreshFamilyRecords.
  */
 export interface RefreshTokenStore {
   /**

@@ -1,5 +1,6 @@
 import type {
   RefreshFamilyRecord,
+  RefreshRetryRecord,
   RefreshTokenFamily,
   RefreshTokenGeneration,
   RefreshTokenRetry,
@@ -29,10 +30,21 @@ export function presentedState(
   if (
     presented.generation === current.generation - 1 &&
     retry?.replacedMac === presented.mac &&
-    retry.until > now
+    isOpen(retry, now)
   )
     return { state: 'retry', grant: family, sealedSuccessor: retry.sealedSuccessor };
   return { state: 'reused', grant: family };
+}
+
+/**
+ * Whether the retry window is open: it runs until `until`, except that while an answer waits
+ * for the replicas it has not started, so that no outage of theirs, however long, turns the
+ * client's retries into reuse; but no waiting answer keeps it open past the limit an earlier
+ * answer set.
+ */
+function isOpen(retry: RefreshRetryRecord, now: number): boolean {
+  const waiting = retry.pending !== undefined && !(retry.limit !== undefined && retry.limit <= now);
+  return waiting || retry.until > now;
 }
 
 /** A rotation asked of a family: the presented token, its successor, the family's new expiry. */
@@ -42,6 +54,11 @@ export interface RotationRequest {
   successor: RefreshTokenGeneration;
   /** What to keep for a retry of the presented token; none, and a retry finds nothing. */
   retry?: RefreshTokenRetry;
+  /**
+   * Behind replicas, this answer's mark (a fresh MAC): the answer counts only once they
+   * confirm it, and its window starts then (`settleAnswer`). Only with `retry`.
+   */
+  pending?: string;
 }
 
 /** The verdict of a rotation and, when the record changes, the record to write in its place. */
@@ -58,28 +75,100 @@ export interface RotationDecision {
  */
 export function decideRotation(
   record: RefreshFamilyRecord | null,
-  { family, presented, successor, retry }: RotationRequest,
+  { family, presented, successor, retry, pending }: RotationRequest,
   now: number,
 ): RotationDecision {
   if (!record) return { verdict: { state: 'unknown' }, next: null };
   const found = presentedState(record, presented, now);
   if (found.state === 'unknown' || found.state === 'revoked') return { verdict: found, next: null };
   if (found.state === 'reused') return { verdict: found, next: revokedRecord(record) };
+  const marked = retry && pending;
   if (found.state === 'retry') {
     const kept = record.retry;
-    const until = kept && retry ? Math.min(retry.until, kept.limit) : 0;
-    const next = kept && until > kept.until ? { ...record, retry: { ...kept, until } } : null;
-    return { verdict: found, next };
+    if (!kept || !retry) return { verdict: found, next: null };
+    // Waiting for the replicas, the window starts (again) once they confirm this answer.
+    if (marked) return { verdict: found, next: { ...record, retry: { ...kept, pending } } };
+    const until = Math.min(retry.until, kept.limit ?? retry.limit);
+    return { verdict: found, next: until > kept.until ? { ...record, retry: { ...kept, until } } : null };
   }
+  const kept: RefreshRetryRecord | undefined = retry && {
+    replacedMac: presented.mac,
+    sealedSuccessor: retry.sealedSuccessor,
+    until: retry.until,
+    ...(marked ? { pending } : { limit: retry.limit }),
+  };
   return {
     verdict: { state: 'rotated' },
     next: {
       family: { ...record.family, expiresAt: family.expiresAt },
       current: { ...successor },
       revoked: false,
-      ...(retry && { retry: { ...retry, replacedMac: presented.mac } }),
+      ...(kept && { retry: kept }),
     },
   };
+}
+
+/** How an answer that waited for the replicas ended, for the rotation that replaced `replacedMac`. */
+export interface AnswerOutcome {
+  /** The answer's mark (`RotationRequest.pending`). */
+  mark: string;
+  replacedMac: string;
+  /** The end of the window, were it to start now. */
+  until: number;
+  /** The latest end of the window, were this the rotation's first answer; absent: it failed. */
+  limit?: number;
+}
+
+/**
+ * What the end of an answer's wait makes of the record, or null for no change. Confirmed, or
+ * failed once an earlier answer has set the limit, the answer's mark goes and the window runs
+ * until `until` (never shortened, never past the limit): a failed retry starts it again, so
+ * that a client refused through an outage still finds it open. A failed answer with no limit
+ * set leaves the mark: no client holds the successor yet, and its retry must find it however
+ * long the replicas stay away. Another answer's mark is left alone, but an answer confirmed
+ * while a retry of the same rotation waits sets the limit if none is set, so that the retry's
+ * failure, or its client giving up, cannot keep the replaced token a retry for good.
+ */
+export function settleAnswer(
+  record: RefreshFamilyRecord | null,
+  outcome: AnswerOutcome,
+): RefreshFamilyRecord | null {
+  const kept = record?.retry;
+  if (!record || !kept) return null;
+  if (kept.pending !== outcome.mark) {
+    const setsLimit =
+      kept.pending !== undefined &&
+      kept.limit === undefined &&
+      outcome.limit !== undefined &&
+      kept.replacedMac === outcome.replacedMac;
+    return setsLimit ? { ...record, retry: { ...kept, limit: outcome.limit } } : null;
+  }
+  const limit = kept.limit ?? outcome.limit;
+  if (limit === undefined) return null;
+  const { pending: _answered, ...rest } = kept;
+  return {
+    ...record,
+    retry: { ...rest, until: Math.max(Math.min(outcome.until, limit), kept.until), limit },
+  };
+}
+
+/**
+ * Whether `after` is `before` with a new mark, another answer's, on the same retry record and
+ * token: the mark a concurrent answer meant to write would have been overwritten by
+ * it, so that answer may count its write as made (its window then starts with the other's).
+ */
+export function remarked(before: RefreshFamilyRecord, after: RefreshFamilyRecord | null): boolean {
+  const [was, is] = [before.retry, after?.retry];
+  return (
+    !!after &&
+    !after.revoked &&
+    after.current.generation === before.current.generation &&
+    after.current.mac === before.current.mac &&
+    is?.pending !== undefined &&
+    is.pending !== was?.pending &&
+    is.replacedMac === was?.replacedMac &&
+    is.sealedSuccessor === was.sealedSuccessor
+  );
 }
 
 /** The family revoked for the rest of its life: none of its tokens refreshes again. */

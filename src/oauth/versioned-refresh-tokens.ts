@@ -1,5 +1,6 @@
 import type { AccountKind } from '../accounts/model.ts';
 import type {
+  RefreshFamilyRecord,
   RefreshFamilyRecords,
   RefreshTokenFamily,
   RefreshTokenGeneration,
@@ -7,25 +8,56 @@ import type {
   RefreshTokenRotation,
   RefreshTokenState,
   RefreshTokenStore,
+  VersionedFamilyRecord,
 } from './model.ts';
-import { decideRotation, firstRecord, presentedState, revokedRecord } from './refresh-family.ts';
+import {
+  type AnswerOutcome,
+  decideRotation,
+  firstRecord,
+  presentedState,
+  remarked,
+  revokedRecord,
+  settleAnswer,
+} from './refresh-family.ts';
 
 /**
  * More lost compare-and-sets than this in one call means something writes the family in a
- * loop: each loss means another call's write landed, and a rotation settles a family in two
- * (the winner rotates; every loser then finds a retry or a reuse, which writes at most once).
+ * loop: each loss means another call's write landed, and a rotation settles a family in a
+ * few (the winner rotates; every loser then finds a retry or a reuse, which writes at most
+ * once, or finds its mark overwritten by another retry's).
  */
 const MAX_ATTEMPTS = 8;
+
+/** What a decision on a read record answers, and the record to write in its place, if any. */
+interface Decision<T> {
+  answer: T;
+  write?: RefreshFamilyRecord;
+  /** Answer without writing, should the write lose to one that makes it moot. */
+  moot?: (fresh: VersionedFamilyRecord | null) => boolean;
+}
+
+/** A decision carried out: its answer, and the record as written, if it was. */
+interface Settled<T> {
+  answer: T;
+  written?: VersionedFamilyRecord;
+}
 
 /**
  * A RefreshTokenStore over records that only read and compare-and-set: every call reads the
  * family, decides by the rules of `refresh-family.ts`, and writes with the version it read;
  * on a lost write it reads and decides again. So of concurrent rotations of one token exactly
  * one rotates, and the others find its retry record.
+ *
+ * A refresh inspects its token, then rotates it: the rotation starts from the record the
+ * inspection read (kept by the presented token, which the grant hands back), so a refresh
+ * costs one read and one write, as a single script each would. The write's version makes
+ * that safe; an answer that changes nothing is decided on a fresh read.
  */
 export class VersionedRefreshTokenStore implements RefreshTokenStore {
   readonly #records: RefreshFamilyRecords;
   readonly #now: () => number;
+  /** What `inspect` read, by the presented token it read it for, until `rotate` takes it. */
+  readonly #inspected = new WeakMap<RefreshTokenGeneration, VersionedFamilyRecord | null>();
 
   constructor(records: RefreshFamilyRecords, now: () => number = Date.now) {
     this.#records = records;
@@ -41,23 +73,71 @@ export class VersionedRefreshTokenStore implements RefreshTokenStore {
 
   async inspect(familyId: string, presented: RefreshTokenGeneration): Promise<RefreshTokenState> {
     const read = await this.#records.read(familyId);
+    this.#inspected.set(presented, read);
     return presentedState(read?.record ?? null, presented, this.#now());
   }
 
+  /**
+   * Behind replicas (`records.acknowledged`) the answer is marked on the retry record while
+   * it waits for them, and its window starts once they confirm it, or once it fails after
+   * an earlier answer went out (`settleAnswer`).
+   */
   async rotate(
     family: RefreshTokenFamily,
     presented: RefreshTokenGeneration,
     successor: RefreshTokenGeneration,
     retry?: RefreshTokenRetry,
   ): Promise<RefreshTokenRotation> {
-    return this.#settle(family.familyId, (read) => {
-      const { verdict, next } = decideRotation(
-        read?.record ?? null,
-        { family, presented, successor, ...(retry && { retry }) },
-        this.#now(),
+    const startedAt = this.#now();
+    const acknowledged = this.#records.acknowledged;
+    const pending = retry && acknowledged ? successor.mac : undefined;
+    const outcome = (answered: boolean): AnswerOutcome | undefined =>
+      pending && retry
+        ? {
+            mark: pending,
+            replacedMac: presented.mac,
+            until: this.#now() + (retry.until - startedAt),
+            ...(answered && { limit: this.#now() + (retry.limit - startedAt) }),
+          }
+        : undefined;
+    const inspected = this.#inspected.get(presented);
+    this.#inspected.delete(presented);
+    let settled: Settled<RefreshTokenRotation>;
+    try {
+      settled = await this.#settleWrite(
+        family.familyId,
+        (read) => {
+          const request = {
+            family,
+            presented,
+            successor,
+            ...(retry && { retry }),
+            ...(pending && { pending }),
+          };
+          const { verdict, next } = decideRotation(read?.record ?? null, request, this.#now());
+          // A retry's answer hands out a rotation that may not be replicated yet: writing,
+          // it waits for the replicas to have that rotation too.
+          const write = next ?? (acknowledged && verdict.state === 'retry' ? read?.record : undefined);
+          const base = read?.record;
+          return {
+            answer: verdict,
+            ...(write && { write }),
+            ...(pending &&
+              base &&
+              verdict.state === 'retry' && { moot: (fresh) => remarked(base, fresh?.record ?? null) }),
+          };
+        },
+        inspected,
       );
-      return next ? { answer: verdict, write: next } : { answer: verdict };
-    });
+    } catch (error) {
+      // Not answered: a mark this answer may have left would keep the token a retry for good.
+      await this.#settleAnswer(family.familyId, outcome(false));
+      throw error;
+    }
+    const { answer } = settled;
+    if (answer.state === 'rotated' || answer.state === 'retry')
+      await this.#settleAnswer(family.familyId, outcome(true), settled.written);
+    return answer;
   }
 
   async revokeFamily(familyId: string): Promise<void> {
@@ -73,18 +153,59 @@ export class VersionedRefreshTokenStore implements RefreshTokenStore {
     await Promise.all(families.map((familyId) => this.revokeFamily(familyId)));
   }
 
-  /** Reads, decides, and writes with the version read, again while another write wins. */
+  /**
+   * Ends an answer's wait for the replicas. Best effort, and not what the answer waits for:
+   * lost, the record keeps the mark, and the token it replaced stays a retry until its
+   * successor is used or the limit an earlier answer set has passed.
+   */
+  async #settleAnswer(
+    familyId: string,
+    outcome: AnswerOutcome | undefined,
+    written?: VersionedFamilyRecord,
+  ): Promise<void> {
+    if (!outcome) return;
+    await this.#settleWrite(
+      familyId,
+      (read) => {
+        const next = settleAnswer(read?.record ?? null, outcome);
+        return next ? { answer: undefined, write: next } : { answer: undefined };
+      },
+      written,
+      'amend',
+    ).catch(() => undefined);
+  }
+
   async #settle<T>(
     familyId: string,
-    decide: (read: Awaited<ReturnType<RefreshFamilyRecords['read']>>) => {
-      answer: T;
-      write?: Parameters<RefreshFamilyRecords['write']>[0];
-    },
+    decide: (read: VersionedFamilyRecord | null) => Decision<T>,
   ): Promise<T> {
+    return (await this.#settleWrite(familyId, decide)).answer;
+  }
+
+  /**
+   * Reads (or starts from `known`), decides, and writes with the version read, again while
+   * another write wins; answers the decision, and the record as written, if it was.
+   */
+  async #settleWrite<T>(
+    familyId: string,
+    decide: (read: VersionedFamilyRecord | null) => Decision<T>,
+    known?: VersionedFamilyRecord | null,
+    how: 'write' | 'amend' = 'write',
+  ): Promise<Settled<T>> {
+    let read = known === undefined ? await this.#records.read(familyId) : known;
+    let fresh = known === undefined;
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const read = await this.#records.read(familyId);
-      const { answer, write } = decide(read);
-      if (!write || (await this.#records.write(write, read?.version ?? 0))) return answer;
+      const { answer, write, moot } = decide(read);
+      if (!write) {
+        if (fresh) return { answer };
+      } else {
+        const version = read?.version ?? 0;
+        if (await this.#records[how](write, version))
+          return { answer, written: { record: write, version: version + 1 } };
+      }
+      read = await this.#records.read(familyId);
+      fresh = true;
+      if (write && moot?.(read)) return { answer };
     }
     throw new Error(`Refresh-token family ${familyId} kept changing under ${MAX_ATTEMPTS} writes`);
   }

@@ -9,7 +9,9 @@ import {
   decideRotation,
   firstRecord,
   presentedState,
+  remarked,
   revokedRecord,
+  settleAnswer,
 } from '../../src/oauth/refresh-family.ts';
 
 const NOW = Date.UTC(2030, 0, 1);
@@ -158,5 +160,92 @@ describe('decideRotation', () => {
       verdict: { state: 'unknown' },
       next: null,
     });
+  });
+});
+
+describe('answers that wait for the replicas', () => {
+  /** The first token rotated by an answer marked `answer`, its window not started. */
+  function waiting(answer = 'mark-a'): RefreshFamilyRecord {
+    const { next } = decideRotation(
+      firstRecord(family, first),
+      { family, presented: first, successor: second, retry, pending: answer },
+      NOW,
+    );
+    assert.ok(next);
+    return next;
+  }
+  const confirmed = (mark: string, at: number) => ({
+    mark,
+    replacedMac: 'mac-0',
+    until: at + 10_000,
+    limit: at + 300_000,
+  });
+  const failed = (mark: string, at: number) => ({ mark, replacedMac: 'mac-0', until: at + 10_000 });
+
+  test('a rotation waiting for the replicas keeps its replaced token a retry however long, with no limit yet', () => {
+    const record = waiting();
+    assert.equal(record.retry?.limit, undefined);
+    assert.equal(presentedState(record, first, family.expiresAt - 1).state, 'retry');
+  });
+
+  test('once confirmed, the window runs from the confirmation, the limit set by it', () => {
+    const at = NOW + 20_000;
+    const record = settleAnswer(waiting(), confirmed('mark-a', at));
+    assert.ok(record);
+    assert.deepEqual(record.retry, {
+      replacedMac: 'mac-0',
+      sealedSuccessor: 'sealed-1',
+      until: at + 10_000,
+      limit: at + 300_000,
+    });
+    assert.equal(presentedState(record, first, at + 9_999).state, 'retry');
+    assert.equal(presentedState(record, first, at + 10_000).state, 'reused');
+  });
+
+  test('a failed answer before any went out leaves the mark: the rotation stays a retry', () => {
+    assert.equal(settleAnswer(waiting(), failed('mark-a', NOW)), null);
+  });
+
+  test('a retry refused after an answer went out starts the window again, up to the limit', () => {
+    const answered = settleAnswer(waiting(), confirmed('mark-a', NOW));
+    assert.ok(answered);
+    const { next } = decideRotation(
+      answered,
+      { family, presented: first, successor: third, retry, pending: 'mark-b' },
+      NOW + 9_000,
+    );
+    assert.equal(next?.retry?.pending, 'mark-b');
+    const later = NOW + 200_000;
+    assert.equal(settleAnswer(next, failed('mark-b', later))?.retry?.until, later + 10_000);
+    assert.equal(settleAnswer(next, failed('mark-b', NOW + 400_000))?.retry?.until, NOW + 300_000);
+  });
+
+  test("another answer's mark is left alone, but a confirmed answer sets the limit if none is set", () => {
+    const record = waiting('mark-b');
+    assert.equal(settleAnswer(record, failed('mark-a', NOW)), null);
+    assert.deepEqual(settleAnswer(record, confirmed('mark-a', NOW))?.retry, {
+      ...record.retry,
+      limit: NOW + 300_000,
+    });
+    assert.equal(settleAnswer(record, { ...confirmed('mark-a', NOW), replacedMac: 'other' }), null);
+  });
+
+  test('a new mark on the same rotation makes a concurrent mark moot; a new rotation does not', () => {
+    const base = waiting('mark-a');
+    assert.equal(
+      remarked(base, {
+        ...base,
+        retry: { ...(base.retry ?? retry), pending: 'mark-b' },
+      } as RefreshFamilyRecord),
+      true,
+    );
+    assert.equal(remarked(base, base), false);
+    const { next } = decideRotation(
+      base,
+      { family, presented: second, successor: third, retry, pending: 'mark-c' },
+      NOW,
+    );
+    assert.equal(remarked(base, next), false);
+    assert.equal(remarked(base, revokedRecord(base)), false);
   });
 });

@@ -468,6 +468,8 @@ for (const { label, url: redisUrl } of redisTargets())
         fail(): void;
       }
       let held: Held[];
+      /** Whether the next write of a family's record is held: a rotation's, never a sign-in's. */
+      let holding = false;
       let store: RedisRefreshTokenStore;
       const WINDOW = 60 * SECOND;
       const LIMIT = MAX_REFRESH_TOKEN_RETRY_SECONDS * SECOND;
@@ -475,12 +477,14 @@ for (const { label, url: redisUrl } of redisTargets())
       beforeEach(() => {
         held = [];
         // As acknowledgedWrites: each write runs at once and counts once confirmed. The
-        // account index is confirmed at once; a rotation's script when the test says.
+        // account index is confirmed at once; a rotation's write of the family's two keys
+        // when the test says.
         const writes: ScriptWrites = {
           acknowledged: true,
           async run(s, keys, args) {
             const reply = await runScript(redis, s, keys, args);
-            if (keys.length !== 2) return reply;
+            if (keys.length !== 2 || !holding) return reply;
+            holding = false;
             return new Promise((resolve, reject) =>
               held.push({ confirm: () => resolve(reply), fail: () => reject(new NotReplicated('Redis')) }),
             );
@@ -492,6 +496,7 @@ for (const { label, url: redisUrl } of redisTargets())
       /** The rotation presented next, its script run and its answer held. */
       async function heldRotation(g: RefreshTokenFamily, t: Token) {
         const before = held.length;
+        holding = true;
         const result = rotateAgain(store, g, t, retryFor(WINDOW));
         while (held.length === before) await new Promise((resolve) => setImmediate(resolve));
         const answer = held[before];

@@ -14,6 +14,7 @@ export interface Footprint {
  * own. Each method runs without awaiting, so on Node's single thread each one is atomic.
  */
 class MemoryFamilyRecords implements RefreshFamilyRecords {
+  readonly acknowledged = false;
   readonly families = new Map<string, { record: RefreshFamilyRecord; version: number }>();
   /** "kind:subject" -> familyId -> the family's expiry (ms), for revokeSubject. */
   readonly bySubject = new Map<string, Map<string, number>>();
@@ -45,6 +46,10 @@ class MemoryFamilyRecords implements RefreshFamilyRecords {
     return true;
   }
 
+  amend(record: RefreshFamilyRecord, version: number): Promise<boolean> {
+    return this.write(record, version);
+  }
+
   async familiesOf(accountKind: AccountKind, subject: string): Promise<string[]> {
     return [...(this.bySubject.get(subjectKey(accountKind, subject))?.keys() ?? [])];
   }
@@ -56,9 +61,12 @@ class MemoryFamilyRecords implements RefreshFamilyRecords {
   #sweep(): void {
     if (this.families.size % 1024 !== 0) return;
     const now = this.#now();
-    for (const [familyId, { record }] of this.families) {
+    for (const [familyId, { record, version }] of this.families) {
       if (record.family.expiresAt <= now) this.families.delete(familyId);
-      else if (record.retry && record.retry.until <= now) delete record.retry;
+      else if (record.retry && record.retry.until <= now && record.retry.pending === undefined) {
+        const { retry: _closed, ...rest } = record;
+        this.families.set(familyId, { record: rest, version: version + 1 });
+      }
     }
     for (const [key, families] of this.bySubject) {
       for (const [familyId, expiresAt] of families) if (expiresAt <= now) families.delete(familyId);
