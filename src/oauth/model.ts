@@ -143,11 +143,11 @@ export interface RefreshTokenRetry {
  */
 export type RefreshTokenState =
   /** The family's current token, never used: the one a refresh rotates. */
-  | { state: 'current'; grant: RefreshTokenFamily }
+  | { state: 'current'; family: RefreshTokenFamily }
   /** The token the last rotation replaced, within its retry window, the successor unused. */
-  | { state: 'retry'; grant: RefreshTokenFamily; sealedSuccessor: string }
+  | { state: 'retry'; family: RefreshTokenFamily; sealedSuccessor: string }
   /** Any other earlier token (older, after its window, or with another MAC): it leaked. */
-  | { state: 'reused'; grant: RefreshTokenFamily }
+  | { state: 'reused'; family: RefreshTokenFamily }
   | { state: 'revoked' }
   | { state: 'unknown' };
 
@@ -227,20 +227,20 @@ export interface RefreshTokenStore {
    * Starts a family with its first token (generation 0) and returns true; returns false,
    * storing nothing, when the family already exists (a revoked one among them).
    */
-  create(grant: RefreshTokenFamily, first: RefreshTokenGeneration): Promise<boolean>;
+  create(family: RefreshTokenFamily, first: RefreshTokenGeneration): Promise<boolean>;
   /** What the presented token is now, changing nothing: what a grant's checks read. */
   inspect(familyId: string, presented: RefreshTokenGeneration): Promise<RefreshTokenState>;
   /**
    * The one step of a refresh that changes state, atomically (a compare-and-set): while
    * `presented` is the family's current token, makes `successor` current until
-   * `grant.expiresAt` and keeps `retry`, when given, for the token it replaced: `rotated`.
+   * `family.expiresAt` and keeps `retry`, when given, for the token it replaced: `rotated`.
    * Otherwise changes nothing and answers what it found, except that a `reused` token
    * revokes the family with that verdict, and a `retry` moves the window's end on to
    * `retry.until`, never past the limit the rotation's first answer set. So of concurrent rotations of one token exactly
    * one rotates, and the others find its retry record.
    */
   rotate(
-    grant: RefreshTokenFamily,
+    family: RefreshTokenFamily,
     presented: RefreshTokenGeneration,
     successor: RefreshTokenGeneration,
     retry?: RefreshTokenRetry,

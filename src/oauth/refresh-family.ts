@@ -25,15 +25,15 @@ export function presentedState(
   const { current, retry } = record;
   const family = { ...record.family };
   if (presented.generation === current.generation)
-    return presented.mac === current.mac ? { state: 'current', grant: family } : { state: 'unknown' };
+    return presented.mac === current.mac ? { state: 'current', family } : { state: 'unknown' };
   if (presented.generation > current.generation) return { state: 'unknown' };
   if (
     presented.generation === current.generation - 1 &&
     retry?.replacedMac === presented.mac &&
     isOpen(retry, now)
   )
-    return { state: 'retry', grant: family, sealedSuccessor: retry.sealedSuccessor };
-  return { state: 'reused', grant: family };
+    return { state: 'retry', family, sealedSuccessor: retry.sealedSuccessor };
+  return { state: 'reused', family };
 }
 
 /**

@@ -82,9 +82,9 @@ export type RefreshTokenInspection =
    * A token a refresh may redeem: the family's current one, or (`retry`) the one its last
    * rotation replaced, back within the retry window while its successor is unused.
    */
-  | { state: 'current' | 'retry'; grant: RefreshTokenFamily; presented: PresentedRefreshToken }
+  | { state: 'current' | 'retry'; family: RefreshTokenFamily; presented: PresentedRefreshToken }
   /** An earlier token came back otherwise: it leaked. */
-  | { state: 'reused'; grant: RefreshTokenFamily }
+  | { state: 'reused'; family: RefreshTokenFamily }
   | { state: 'revoked' }
   | { state: 'unknown' };
 
@@ -104,7 +104,7 @@ export interface RefreshTokenReader {
 export interface RefreshTokenService extends RefreshTokenReader {
   /** A new family's first token; null when a family with that id exists (a revoked one among them). */
   issueRefreshToken(
-    grant: Omit<RefreshTokenFamily, 'familyId' | 'expiresAt'> & { familyId?: string },
+    family: Omit<RefreshTokenFamily, 'familyId' | 'expiresAt'> & { familyId?: string },
   ): Promise<string | null>;
   /**
    * The one step of a refresh that changes state, atomic in the store: a current token is
@@ -113,7 +113,7 @@ export interface RefreshTokenService extends RefreshTokenReader {
    */
   redeemRefreshToken(
     presented: PresentedRefreshToken,
-    grant: RefreshTokenFamily,
+    family: RefreshTokenFamily,
   ): Promise<RefreshTokenRedemption>;
   revokeFamily(familyId: string): Promise<void>;
 }
@@ -127,8 +127,8 @@ export function createRefreshTokenService(options: {
 }): RefreshTokenService {
   const { store, keys, ttlSeconds, retrySeconds } = options;
   // Each rotation gets a full lifetime: a family lives as long as it keeps being used.
-  const renewed = (grant: Omit<RefreshTokenFamily, 'expiresAt'>) => ({
-    ...grant,
+  const renewed = (family: Omit<RefreshTokenFamily, 'expiresAt'>) => ({
+    ...family,
     expiresAt: Date.now() + ttlSeconds * 1000,
   });
   return {
@@ -146,10 +146,10 @@ export function createRefreshTokenService(options: {
       if (!presented) return { state: 'unknown' };
       const found = await store.inspect(presented.familyId, presented);
       if (found.state === 'current' || found.state === 'retry')
-        return { state: found.state, grant: found.grant, presented };
+        return { state: found.state, family: found.family, presented };
       return found;
     },
-    async redeemRefreshToken(presented, grant) {
+    async redeemRefreshToken(presented, family) {
       const generation = presented.generation + 1;
       const successor = mintRefreshToken(presented.familyId, generation, keys);
       const now = Date.now();
@@ -162,7 +162,7 @@ export function createRefreshTokenService(options: {
             }
           : undefined;
       const rotation = await store.rotate(
-        renewed(grant),
+        renewed(family),
         presented,
         { generation, mac: successor.mac },
         retry,

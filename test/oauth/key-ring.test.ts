@@ -140,7 +140,7 @@ describe('processes a poll apart', () => {
       const found = await refreshTokens(behind).inspectRefreshToken(token ?? '');
       assert.equal(found.state, 'current');
       if (found.state !== 'current') return;
-      const redeemed = await refreshTokens(behind).redeemRefreshToken(found.presented, found.grant);
+      const redeemed = await refreshTokens(behind).redeemRefreshToken(found.presented, found.family);
       assert.equal(redeemed.outcome, 'rotated');
     } finally {
       close();

@@ -57,7 +57,7 @@ describe('presentedState', () => {
   test('the current generation: current with its MAC, unknown with another', () => {
     assert.deepEqual(presentedState(firstRecord(family, first), first, NOW), {
       state: 'current',
-      grant: family,
+      family,
     });
     assert.deepEqual(presentedState(firstRecord(family, first), { generation: 0, mac: 'forged' }, NOW), {
       state: 'unknown',
@@ -71,16 +71,16 @@ describe('presentedState', () => {
   test('the replaced token within its window: retry with the sealed successor', () => {
     assert.deepEqual(presentedState(rotatedOnce(), first, NOW + 9_999), {
       state: 'retry',
-      grant: family,
+      family,
       sealedSuccessor: 'sealed-1',
     });
   });
 
   test('the replaced token at the end of its window, or with another MAC: reused', () => {
-    assert.deepEqual(presentedState(rotatedOnce(), first, retry.until), { state: 'reused', grant: family });
+    assert.deepEqual(presentedState(rotatedOnce(), first, retry.until), { state: 'reused', family });
     assert.deepEqual(presentedState(rotatedOnce(), { generation: 0, mac: 'other' }, NOW), {
       state: 'reused',
-      grant: family,
+      family,
     });
   });
 
@@ -91,7 +91,7 @@ describe('presentedState', () => {
       NOW,
     );
     assert.ok(next);
-    assert.deepEqual(presentedState(next, first, NOW), { state: 'reused', grant: family });
+    assert.deepEqual(presentedState(next, first, NOW), { state: 'reused', family });
   });
 });
 
@@ -141,7 +141,7 @@ describe('decideRotation', () => {
       { family, presented: first, successor: third, retry },
       retry.until,
     );
-    assert.deepEqual(verdict, { state: 'reused', grant: family });
+    assert.deepEqual(verdict, { state: 'reused', family });
     assert.deepEqual(next, { family, current: second, revoked: true });
   });
 

@@ -30,7 +30,7 @@ test('a retry record opens with RFC 5869 HKDF of the replaced token, as it alway
   const inspected = await service.inspectRefreshToken(first);
   assert.equal(inspected.state, 'current');
   if (inspected.state !== 'current') return;
-  const redeemed = await service.redeemRefreshToken(inspected.presented, inspected.grant);
+  const redeemed = await service.redeemRefreshToken(inspected.presented, inspected.family);
   assert.equal(redeemed.outcome, 'rotated');
   if (redeemed.outcome !== 'rotated') return;
 

@@ -36,7 +36,7 @@ async function usedMemory(redis: Redis): Promise<number> {
 async function refresh(service: RefreshTokenService, token: string): Promise<string> {
   const found = await service.inspectRefreshToken(token);
   if (found.state !== 'current') throw new Error(`refresh token ${found.state}`);
-  const redeemed = await service.redeemRefreshToken(found.presented, found.grant);
+  const redeemed = await service.redeemRefreshToken(found.presented, found.family);
   if (redeemed.outcome !== 'rotated') throw new Error(`refresh ${redeemed.outcome}`);
   return redeemed.refreshToken;
 }

@@ -120,12 +120,12 @@ function refreshTokenContract(open: (now: () => number) => Promise<Harness>): vo
   test('a current token rotates once; its successor is current, with a new lifetime', async () => {
     const g = grant();
     const t = await issue(store, g);
-    assert.deepEqual(await inspect(store, t), { state: 'current', grant: g });
+    assert.deepEqual(await inspect(store, t), { state: 'current', family: g });
     const next = await rotated(store, g, t);
     const found = await inspect(store, next);
     assert.equal(found.state, 'current');
     assert.ok(
-      found.state === 'current' && found.grant.expiresAt > g.expiresAt,
+      found.state === 'current' && found.family.expiresAt > g.expiresAt,
       'a rotation starts a new lifetime',
     );
     await rotated(store, g, next);
@@ -134,8 +134,8 @@ function refreshTokenContract(open: (now: () => number) => Promise<Harness>): vo
   test('inspect reads what a token is now and changes nothing, a reused one included', async () => {
     const g = grant();
     const t = await issue(store, g);
-    assert.deepEqual(await inspect(store, t), { state: 'current', grant: g });
-    assert.deepEqual(await inspect(store, t), { state: 'current', grant: g });
+    assert.deepEqual(await inspect(store, t), { state: 'current', family: g });
+    assert.deepEqual(await inspect(store, t), { state: 'current', family: g });
     const next = await rotated(store, g, t);
     assert.equal((await inspect(store, t)).state, 'reused');
     // Seen, not acted on: the family is not revoked, its current token still rotates.
@@ -152,7 +152,7 @@ function refreshTokenContract(open: (now: () => number) => Promise<Harness>): vo
     const t = await issue(store, g);
     const retry = retryFor();
     const next = await rotated(store, g, t, { retry });
-    const expected = { state: 'retry', grant: { ...g, expiresAt: (await expiryOf(store, next)) ?? 0 } };
+    const expected = { state: 'retry', family: { ...g, expiresAt: (await expiryOf(store, next)) ?? 0 } };
     for (let i = 0; i < 3; i++) {
       assert.deepEqual(await inspect(store, t), { ...expected, sealedSuccessor: retry.sealedSuccessor });
       assert.deepEqual(await rotateAgain(store, g, t, retryFor()), {
@@ -200,7 +200,7 @@ function refreshTokenContract(open: (now: () => number) => Promise<Harness>): vo
     // Two generations back: reuse, whatever the window.
     const replay = await rotateAgain(store, g, t, retryFor());
     assert.equal(replay.state, 'reused');
-    assert.equal(replay.state === 'reused' && replay.grant.subject, g.subject);
+    assert.equal(replay.state === 'reused' && replay.family.subject, g.subject);
     assert.deepEqual(await inspect(store, last), { state: 'revoked' });
     assert.deepEqual(await inspect(store, next), { state: 'revoked' });
     assert.deepEqual(await rotateAgain(store, g, last), { state: 'revoked' });
@@ -387,7 +387,7 @@ function refreshTokenContract(open: (now: () => number) => Promise<Harness>): vo
 /** The family's expiry, as its current token's grant says. */
 async function expiryOf(store: RefreshTokenStore, t: Token): Promise<number | undefined> {
   const found = await inspect(store, t);
-  return found.state === 'current' ? found.grant.expiresAt : undefined;
+  return found.state === 'current' ? found.family.expiresAt : undefined;
 }
 
 describe('RefreshTokenStore: memory', () => {

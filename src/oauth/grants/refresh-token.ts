@@ -29,10 +29,10 @@ const validate = parameterValidator<Static<typeof parameters>>(parameters);
 
 const ALREADY_USED = 'Refresh token already used';
 
-/** What the checks of a refresh approve: the token as inspected, its grant, the account, the scope. */
+/** What the checks of a refresh approve: the token as inspected, its family, the account, the scope. */
 interface Refresh {
   presented: PresentedRefreshToken;
-  grant: RefreshTokenFamily;
+  family: RefreshTokenFamily;
   account: Account;
   scope: string;
 }
@@ -57,35 +57,35 @@ export const refreshGrantHandler: GrantHandler<Refresh> = {
     const found = await deps.refreshTokens.inspectRefreshToken(token);
     if (found.state === 'unknown' || found.state === 'revoked')
       throw new InvalidGrant('Invalid refresh token');
-    if (found.state === 'reused') throw new TokenLeaked(found.grant.familyId, ALREADY_USED);
+    if (found.state === 'reused') throw new TokenLeaked(found.family.familyId, ALREADY_USED);
     // Current, or the token just rotated coming back (a lost answer, a second tab): a retry
     // is checked like a first try, and redeemed for the same successor.
-    const { grant, presented } = found;
+    const { family, presented } = found;
     // RFC 6749 §10.4: the token is bound to its client. Another client holding it means it leaked.
-    if (grant.clientId !== client.id)
-      throw new TokenLeaked(grant.familyId, 'Refresh token was issued to another client');
+    if (family.clientId !== client.id)
+      throw new TokenLeaked(family.familyId, 'Refresh token was issued to another client');
     // A narrower scope narrows the access token only: the successor keeps the family's scope.
-    const scope = requested ?? grant.scope;
-    if (!isWithin(scope, grant.scope)) throw new InvalidScope();
+    const scope = requested ?? family.scope;
+    if (!isWithin(scope, family.scope)) throw new InvalidScope();
     const account = await deps.sessions.resume(
-      grant.accountKind,
-      grant.subject,
-      grant.credentialStamp,
+      family.accountKind,
+      family.subject,
+      family.credentialStamp,
       () => new InvalidGrant(),
     );
-    return deps.approve({ presented, grant, account, scope });
+    return deps.approve({ presented, family, account, scope });
   },
 
-  async redeem({ presented, grant, account, scope }, client, deps) {
+  async redeem({ presented, family, account, scope }, client, deps) {
     // Signed while the store rotates; thrown away if the rotation refuses.
     const [response, redeemed] = await Promise.all([
       accessTokenResponse(deps, {
-        subject: { kind: grant.accountKind, id: account.id },
-        credentialStamp: grant.credentialStamp,
+        subject: { kind: family.accountKind, id: account.id },
+        credentialStamp: family.credentialStamp,
         client,
         scope,
       }),
-      deps.refreshTokens.redeemRefreshToken(presented, grant),
+      deps.refreshTokens.redeemRefreshToken(presented, family),
     ]);
     // Since the checks, the successor was used or the window ended (reuse: the store revoked
     // the family with that verdict), or the family was revoked (sessions ended).
