@@ -209,7 +209,8 @@ export const SETTINGS = {
     notes:
       'So a client whose answer was lost, or two tabs refreshing at once, are not signed out. Behind ' +
       'Redis replicas the window starts once they confirm the first answer, so a replica outage ' +
-      'of any length before it does not end it, and a retry refused during one starts it again. Anything else that comes back still revokes the family; with 0, so ' +
+      'of any length before it does not end it, and a retry refused during one starts it again (up to ' +
+      'that limit). Anything else that comes back still revokes the family; with 0, so ' +
       'does every retry. Longer than a Redis failover (seconds): a retry that cannot reach Redis ' +
       'meanwhile must still find the window open. At most ' +
       `${MAX_REFRESH_TOKEN_RETRY_SECONDS}: [why](security.md#refresh-tokens).`,

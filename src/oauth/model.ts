@@ -201,16 +201,18 @@ export interface RefreshFamilyRecords {
   read(familyId: string): Promise<VersionedFamilyRecord | null>;
   /**
    * Stores the record when the family's stored version is still `version` (0: no record),
-   * as version + 1, and answers whether it did, once it counts; the family is listed under
-   * its account while it lives, and unlisted once revoked. Rejects when the write may have
-   * been made without counting (replicas that did not confirm it): the caller reads again.
+   * under a new version (never 0, and never one the family had, even on another server
+   * after a failover), and answers it once the write counts, or undefined when the stored
+   * version was another; the family is listed under its account while it lives, and
+   * unlisted once revoked. Rejects when the write may have been made without counting
+   * (replicas that did not confirm it): the caller reads again.
    */
-  write(record: RefreshFamilyRecord, version: number): Promise<boolean>;
+  write(record: RefreshFamilyRecord, version: number): Promise<number | undefined>;
   /**
    * The same compare-and-set for a change to the retry record alone (its window): it counts
    * once made, and leaves the listing as it is.
    */
-  amend(record: RefreshFamilyRecord, version: number): Promise<boolean>;
+  amend(record: RefreshFamilyRecord, version: number): Promise<number | undefined>;
   /** The ids of the account's families that are neither expired nor revoked, as listed. */
   familiesOf(accountKind: AccountKind, subject: string): Promise<string[]>;
 }

@@ -88,8 +88,12 @@ export function decideRotation(
     if (!kept || !retry) return { verdict: found, next: null };
     // Waiting for the replicas, the window starts (again) once they confirm this answer.
     if (marked) return { verdict: found, next: { ...record, retry: { ...kept, pending } } };
-    const until = Math.min(retry.until, kept.limit ?? retry.limit);
-    return { verdict: found, next: until > kept.until ? { ...record, retry: { ...kept, until } } : null };
+    const limit = kept.limit ?? retry.limit;
+    const until = Math.min(retry.until, limit);
+    return {
+      verdict: found,
+      next: until > kept.until ? { ...record, retry: { ...kept, until, limit } } : null,
+    };
   }
   const kept: RefreshRetryRecord | undefined = retry && {
     replacedMac: presented.mac,
@@ -123,52 +127,55 @@ export interface AnswerOutcome {
  * What the end of an answer's wait makes of the record, or null for no change. Confirmed, or
  * failed once an earlier answer has set the limit, the answer's mark goes and the window runs
  * until `until` (never shortened, never past the limit): a failed retry starts it again, so
- * that a client refused through an outage still finds it open. A failed answer with no limit
- * set leaves the mark: no client holds the successor yet, and its retry must find it however
- * long the replicas stay away. Another answer's mark is left alone, but an answer confirmed
- * while a retry of the same rotation waits sets the limit if none is set, so that the retry's
- * failure, or its client giving up, cannot keep the replaced token a retry for good.
+ * that a client refused through an outage still finds it open. So does a retry refused
+ * before its mark was made, while the window runs and no other answer waits. A failed
+ * answer with no limit set leaves the mark: no client holds the successor yet, and its retry
+ * must find it however long the replicas stay away. Another answer's mark is left alone, but
+ * an answer confirmed while a retry of the same rotation waits sets the limit if none is
+ * set, so that the retry's failure, or its client giving up, cannot keep the replaced token
+ * a retry for good.
  */
 export function settleAnswer(
   record: RefreshFamilyRecord | null,
   outcome: AnswerOutcome,
+  now: number,
 ): RefreshFamilyRecord | null {
   const kept = record?.retry;
-  if (!record || !kept) return null;
-  if (kept.pending !== outcome.mark) {
-    const setsLimit =
-      kept.pending !== undefined &&
-      kept.limit === undefined &&
-      outcome.limit !== undefined &&
-      kept.replacedMac === outcome.replacedMac;
+  if (!record || !kept || kept.replacedMac !== outcome.replacedMac) return null;
+  const refusedUnmarked = kept.pending === undefined && outcome.limit === undefined && isOpen(kept, now);
+  if (kept.pending !== outcome.mark && !refusedUnmarked) {
+    const setsLimit = kept.pending !== undefined && kept.limit === undefined && outcome.limit !== undefined;
     return setsLimit ? { ...record, retry: { ...kept, limit: outcome.limit } } : null;
   }
   const limit = kept.limit ?? outcome.limit;
   if (limit === undefined) return null;
   const { pending: _answered, ...rest } = kept;
-  return {
-    ...record,
-    retry: { ...rest, until: Math.max(Math.min(outcome.until, limit), kept.until), limit },
-  };
+  const until = Math.max(Math.min(outcome.until, limit), kept.until);
+  if (refusedUnmarked && until === kept.until) return null;
+  return { ...record, retry: { ...rest, until, limit } };
 }
 
 /**
- * Whether `after` is `before` with a new mark, another answer's, on the same retry record and
- * token: the mark a concurrent answer meant to write would have been overwritten by
- * it, so that answer may count its write as made (its window then starts with the other's).
+ * Whether `after` is `before`'s rotation with its retry record changed by another answer
+ * since: a new mark, when this answer meant to mark it (`marking`), or else a window moved
+ * on. The write this answer meant would have changed no more than that one did, so it may
+ * count as made, just before the other: its window then runs with the other's. Concurrent
+ * retries so settle in one round of writes, not one round each.
  */
-export function remarked(before: RefreshFamilyRecord, after: RefreshFamilyRecord | null): boolean {
+export function overtaken(
+  before: RefreshFamilyRecord,
+  after: RefreshFamilyRecord | null,
+  marking: boolean,
+): boolean {
   const [was, is] = [before.retry, after?.retry];
-  return (
-    !!after &&
-    !after.revoked &&
+  if (!after || after.revoked || !was || !is) return false;
+  const sameRotation =
     after.current.generation === before.current.generation &&
     after.current.mac === before.current.mac &&
-    is?.pending !== undefined &&
-    is.pending !== was?.pending &&
-    is.replacedMac === was?.replacedMac &&
-    is.sealedSuccessor === was.sealedSuccessor
-  );
+    is.replacedMac === was.replacedMac &&
+    is.sealedSuccessor === was.sealedSuccessor;
+  const changed = marking ? is.pending !== undefined && is.pending !== was.pending : is.until > was.until;
+  return sameRotation && changed;
 }
 
 /** The family revoked for the rest of its life: none of its tokens refreshes again. */

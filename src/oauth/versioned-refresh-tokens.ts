@@ -1,4 +1,5 @@
 import type { AccountKind } from '../accounts/model.ts';
+import { ServiceUnavailable } from '../errors.ts';
 import type {
   RefreshFamilyRecord,
   RefreshFamilyRecords,
@@ -14,8 +15,8 @@ import {
   type AnswerOutcome,
   decideRotation,
   firstRecord,
+  overtaken,
   presentedState,
-  remarked,
   revokedRecord,
   settleAnswer,
 } from './refresh-family.ts';
@@ -122,9 +123,10 @@ export class VersionedRefreshTokenStore implements RefreshTokenStore {
           return {
             answer: verdict,
             ...(write && { write }),
-            ...(pending &&
-              base &&
-              verdict.state === 'retry' && { moot: (fresh) => remarked(base, fresh?.record ?? null) }),
+            ...(base &&
+              verdict.state === 'retry' && {
+                moot: (fresh) => overtaken(base, fresh?.record ?? null, pending !== undefined),
+              }),
           };
         },
         inspected,
@@ -167,7 +169,7 @@ export class VersionedRefreshTokenStore implements RefreshTokenStore {
     await this.#settleWrite(
       familyId,
       (read) => {
-        const next = settleAnswer(read?.record ?? null, outcome);
+        const next = settleAnswer(read?.record ?? null, outcome, this.#now());
         return next ? { answer: undefined, write: next } : { answer: undefined };
       },
       written,
@@ -199,14 +201,17 @@ export class VersionedRefreshTokenStore implements RefreshTokenStore {
       if (!write) {
         if (fresh) return { answer };
       } else {
-        const version = read?.version ?? 0;
-        if (await this.#records[how](write, version))
-          return { answer, written: { record: write, version: version + 1 } };
+        const version = await this.#records[how](write, read?.version ?? 0);
+        if (version !== undefined) return { answer, written: { record: write, version } };
       }
       read = await this.#records.read(familyId);
       fresh = true;
       if (write && moot?.(read)) return { answer };
     }
-    throw new Error(`Refresh-token family ${familyId} kept changing under ${MAX_ATTEMPTS} writes`);
+    // Contention, or a read from a server the writes no longer go to (during a failover):
+    // either passes, and the client's retry finds what won.
+    throw Object.assign(new ServiceUnavailable('The session changed under this request; try again'), {
+      cause: new Error(`Refresh-token family ${familyId} kept changing under ${MAX_ATTEMPTS} writes`),
+    });
   }
 }

@@ -207,10 +207,9 @@ describe('refresh-token changes acknowledged by a Redis replica', {
 
 /**
  * A replica that is gone (killed, its connection closed) cannot confirm anything: once the
- * primary says so, a change is refused at once, without waiting for a replica, until one is
- * back. The change is still made on the primary, as one a WAIT fell short for is: a retry
- * refused so starts its window again. Each test runs Redis processes of its own, since it
- * kills them.
+ * primary says so, a change is refused at once, neither made nor waited for, until a replica
+ * is back (a refused retry only starts its window again). Each test runs Redis processes of
+ * its own, since it kills them.
  */
 describe('refusals at once while the primary has no replica to confirm', {
   skip: onPath('redis-server') ? false : 'redis-server not on PATH: replica acknowledgements not tested',

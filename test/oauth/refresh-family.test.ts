@@ -4,12 +4,12 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { RefreshFamilyRecord, RefreshTokenFamily } from '../../src/oauth/model.ts';
+import type { RefreshFamilyRecord, RefreshRetryRecord, RefreshTokenFamily } from '../../src/oauth/model.ts';
 import {
   decideRotation,
   firstRecord,
+  overtaken,
   presentedState,
-  remarked,
   revokedRecord,
   settleAnswer,
 } from '../../src/oauth/refresh-family.ts';
@@ -163,6 +163,15 @@ describe('decideRotation', () => {
   });
 });
 
+/** The record with its retry record changed. */
+function changedRetry(
+  record: RefreshFamilyRecord,
+  changes: Partial<RefreshRetryRecord>,
+): RefreshFamilyRecord {
+  assert.ok(record.retry);
+  return { ...record, retry: { ...record.retry, ...changes } };
+}
+
 describe('answers that wait for the replicas', () => {
   /** The first token rotated by an answer marked `answer`, its window not started. */
   function waiting(answer = 'mark-a'): RefreshFamilyRecord {
@@ -190,7 +199,7 @@ describe('answers that wait for the replicas', () => {
 
   test('once confirmed, the window runs from the confirmation, the limit set by it', () => {
     const at = NOW + 20_000;
-    const record = settleAnswer(waiting(), confirmed('mark-a', at));
+    const record = settleAnswer(waiting(), confirmed('mark-a', at), at);
     assert.ok(record);
     assert.deepEqual(record.retry, {
       replacedMac: 'mac-0',
@@ -203,11 +212,11 @@ describe('answers that wait for the replicas', () => {
   });
 
   test('a failed answer before any went out leaves the mark: the rotation stays a retry', () => {
-    assert.equal(settleAnswer(waiting(), failed('mark-a', NOW)), null);
+    assert.equal(settleAnswer(waiting(), failed('mark-a', NOW), NOW), null);
   });
 
   test('a retry refused after an answer went out starts the window again, up to the limit', () => {
-    const answered = settleAnswer(waiting(), confirmed('mark-a', NOW));
+    const answered = settleAnswer(waiting(), confirmed('mark-a', NOW), NOW);
     assert.ok(answered);
     const { next } = decideRotation(
       answered,
@@ -216,36 +225,58 @@ describe('answers that wait for the replicas', () => {
     );
     assert.equal(next?.retry?.pending, 'mark-b');
     const later = NOW + 200_000;
-    assert.equal(settleAnswer(next, failed('mark-b', later))?.retry?.until, later + 10_000);
-    assert.equal(settleAnswer(next, failed('mark-b', NOW + 400_000))?.retry?.until, NOW + 300_000);
+    assert.equal(settleAnswer(next, failed('mark-b', later), later)?.retry?.until, later + 10_000);
+    assert.equal(
+      settleAnswer(next, failed('mark-b', NOW + 400_000), NOW + 400_000)?.retry?.until,
+      NOW + 300_000,
+    );
   });
 
   test("another answer's mark is left alone, but a confirmed answer sets the limit if none is set", () => {
     const record = waiting('mark-b');
-    assert.equal(settleAnswer(record, failed('mark-a', NOW)), null);
-    assert.deepEqual(settleAnswer(record, confirmed('mark-a', NOW))?.retry, {
+    assert.equal(settleAnswer(record, failed('mark-a', NOW), NOW), null);
+    assert.deepEqual(settleAnswer(record, confirmed('mark-a', NOW), NOW)?.retry, {
       ...record.retry,
       limit: NOW + 300_000,
     });
-    assert.equal(settleAnswer(record, { ...confirmed('mark-a', NOW), replacedMac: 'other' }), null);
+    assert.equal(settleAnswer(record, { ...confirmed('mark-a', NOW), replacedMac: 'other' }, NOW), null);
   });
 
-  test('a new mark on the same rotation makes a concurrent mark moot; a new rotation does not', () => {
-    const base = waiting('mark-a');
+  test('a retry refused before its mark was made starts a running window again, but opens no closed one', () => {
+    const answered = settleAnswer(waiting(), confirmed('mark-a', NOW), NOW);
+    assert.ok(answered);
     assert.equal(
-      remarked(base, {
-        ...base,
-        retry: { ...(base.retry ?? retry), pending: 'mark-b' },
-      } as RefreshFamilyRecord),
-      true,
+      settleAnswer(answered, failed('mark-b', NOW + 9_000), NOW + 9_000)?.retry?.until,
+      NOW + 19_000,
     );
-    assert.equal(remarked(base, base), false);
+    assert.equal(settleAnswer(answered, failed('mark-b', NOW + 10_000), NOW + 10_000), null);
+    // Not while another answer waits: its own end decides.
+    const waitingAgain = changedRetry(answered, { pending: 'mark-c' });
+    assert.equal(settleAnswer(waitingAgain, failed('mark-b', NOW + 9_000), NOW + 9_000), null);
+  });
+
+  test('without replicas, a retry of a rotation still waiting sets the limit as it moves the window', () => {
+    const later = { ...retry, until: retry.until + 1_000 };
     const { next } = decideRotation(
-      base,
-      { family, presented: second, successor: third, retry, pending: 'mark-c' },
-      NOW,
+      waiting(),
+      { family, presented: first, successor: third, retry: later },
+      NOW + 1_000,
     );
-    assert.equal(remarked(base, next), false);
-    assert.equal(remarked(base, revokedRecord(base)), false);
+    assert.deepEqual(next?.retry?.limit, retry.limit);
+  });
+
+  test('a concurrent answer that marked the same rotation, or moved its window, makes this one moot; a new rotation does not', () => {
+    const base = waiting('mark-a');
+    const remarked = changedRetry(base, { pending: 'mark-b' });
+    assert.equal(overtaken(base, remarked, true), true);
+    assert.equal(overtaken(base, base, true), false);
+    const moved = changedRetry(base, { until: retry.until + 1 });
+    assert.equal(overtaken(base, moved, false), true);
+    assert.equal(overtaken(base, moved, true), false);
+    assert.equal(overtaken(base, base, false), false);
+    const { next } = decideRotation(base, { family, presented: second, successor: third, retry }, NOW);
+    assert.equal(overtaken(base, next, true), false);
+    assert.equal(overtaken(base, next, false), false);
+    assert.equal(overtaken(base, revokedRecord(base), true), false);
   });
 });

@@ -178,6 +178,37 @@ function refreshTokenContract(open: (now: () => number) => Promise<Harness>): vo
     );
   });
 
+  test('concurrent retries that each ask a later end of the window all find the successor, in a few writes', async () => {
+    const g = grant();
+    const t = await issue(store, g);
+    const retries = Array.from({ length: 30 }, (_, i) => retryFor(5000 + i));
+    const results = await Promise.all(retries.map((retry) => rotateAgain(store, g, t, retry)));
+    const winner = results.findIndex((r) => r.state === 'rotated');
+    assert.ok(winner >= 0, 'one rotated');
+    const sealed = results
+      .filter((_, i) => i !== winner)
+      .map((r) => (r.state === 'retry' ? r.sealedSuccessor : r.state));
+    assert.deepEqual(
+      sealed,
+      sealed.map(() => retries[winner]?.sealedSuccessor),
+    );
+  });
+
+  test('a rotation that starts from an inspection another rotation overtook finds that rotation', async () => {
+    const g = grant();
+    const t = await issue(store, g);
+    assert.equal((await inspect(store, t)).state, 'current');
+    // Another request with the same token, rotated first.
+    const retry = retryFor();
+    const next = await rotated(store, g, { ...t }, { retry });
+    const found = await rotateAgain(store, g, t, retryFor());
+    assert.deepEqual(found, {
+      state: 'retry',
+      family: { ...g, expiresAt: (await expiryOf(store, next)) ?? 0 },
+      sealedSuccessor: retry.sealedSuccessor,
+    });
+  });
+
   test('without a retry record, a rotated token that comes back is reused, and concurrent ones too', async () => {
     const g = grant();
     const t = await issue(store, g);
@@ -459,6 +490,56 @@ for (const { label, url: redisUrl } of redisTargets())
         (await redis.zrange(subjectKey, '0', '-1')).sort(),
         [g.familyId, fresh.familyId].sort(),
       );
+    });
+
+    test('families kept as hashes by an earlier version are read, and written as records from their first change', async () => {
+      const store = new RedisRefreshTokenStore(redis, { prefix, now });
+      const g = grant({ expiresAt: clock + 60 * SECOND });
+      const [replaced, current] = [mac(), mac()];
+      const familyKey = `${prefix}{${g.familyId}}`;
+      await redis.hset(familyKey, {
+        g: 1,
+        m: current,
+        s: 'u',
+        e: g.expiresAt,
+        c: g.clientId,
+        k: g.accountKind,
+        u: g.subject,
+        sc: g.scope,
+        st: g.credentialStamp,
+      });
+      await redis.hset(`${familyKey}:r`, {
+        m: replaced,
+        x: 'sealed-earlier',
+        e: clock + 5 * SECOND,
+        l: clock + 300 * SECOND,
+      });
+      const [first, second] = [
+        { familyId: g.familyId, generation: 0, mac: replaced },
+        { familyId: g.familyId, generation: 1, mac: current },
+      ];
+      assert.deepEqual(await inspect(store, first), {
+        state: 'retry',
+        family: g,
+        sealedSuccessor: 'sealed-earlier',
+      });
+      assert.deepEqual(await inspect(store, second), { state: 'current', family: g });
+      const third = await rotated(store, g, second, { retry: retryFor() });
+      assert.equal(await redis.type(familyKey), 'string');
+      assert.equal((await inspect(store, third)).state, 'current');
+      assert.equal((await inspect(store, second)).state, 'retry');
+
+      const revoked = grant();
+      await redis.hset(`${prefix}{${revoked.familyId}}`, {
+        g: 0,
+        m: mac(),
+        s: 'r',
+        e: revoked.expiresAt,
+        c: 'web',
+      });
+      assert.deepEqual(await inspect(store, { familyId: revoked.familyId, generation: 0, mac: mac() }), {
+        state: 'revoked',
+      });
     });
 
     describe('behind replicas whose confirmation the test decides', () => {

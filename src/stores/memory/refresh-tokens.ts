@@ -29,9 +29,9 @@ class MemoryFamilyRecords implements RefreshFamilyRecords {
     return stored ? { record: copy(stored.record), version: stored.version } : null;
   }
 
-  async write(record: RefreshFamilyRecord, version: number): Promise<boolean> {
+  async write(record: RefreshFamilyRecord, version: number): Promise<number | undefined> {
     const { familyId, accountKind, subject, expiresAt } = record.family;
-    if ((this.families.get(familyId)?.version ?? 0) !== version) return false;
+    if ((this.families.get(familyId)?.version ?? 0) !== version) return undefined;
     if (version === 0) this.#sweep();
     this.families.set(familyId, { record: copy(record), version: version + 1 });
     const key = subjectKey(accountKind, subject);
@@ -43,10 +43,10 @@ class MemoryFamilyRecords implements RefreshFamilyRecords {
     if (version === 0) for (const [id, expiry] of listed) if (expiry <= this.#now()) listed.delete(id);
     if (listed.size > 0) this.bySubject.set(key, listed);
     else this.bySubject.delete(key);
-    return true;
+    return version + 1;
   }
 
-  amend(record: RefreshFamilyRecord, version: number): Promise<boolean> {
+  amend(record: RefreshFamilyRecord, version: number): Promise<number | undefined> {
     return this.write(record, version);
   }
 

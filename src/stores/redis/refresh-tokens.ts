@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomInt } from 'node:crypto';
 import type { AccountKind } from '../../accounts/model.ts';
 import type { RefreshFamilyRecord, RefreshFamilyRecords, VersionedFamilyRecord } from '../../oauth/model.ts';
 import { VersionedRefreshTokenStore } from '../../oauth/versioned-refresh-tokens.ts';
@@ -32,15 +32,17 @@ import { immediateWrites, type ScriptWrites } from './writes.ts';
 
 /**
  * The compare-and-set of a versioned pair of keys: while the version that starts KEYS[1]'s
- * JSON array is ARGV[1] (0: no key), KEYS[1] becomes ARGV[2] until ARGV[3] (ms), and KEYS[2]
- * becomes ARGV[4] until ARGV[5], or goes when ARGV[4] is ''. Lost with ARGV[6] set, it writes
- * the stored value again, unchanged, so that a WAIT after it also covers what won.
+ * JSON array is ARGV[1] (0: no key, or a family an earlier version kept as a hash), KEYS[1]
+ * becomes ARGV[2] until ARGV[3] (ms), and KEYS[2] becomes ARGV[4] until ARGV[5], or goes
+ * when ARGV[4] is ''. Lost with ARGV[6] set, it writes the stored value again, unchanged, so
+ * that a WAIT after it also covers what won.
  */
 const COMPARE_AND_SET = `
-local stored = redis.call('GET', KEYS[1])
-local version = stored and tonumber(string.match(stored, '^%[(%d+),')) or 0
+local stored = redis.pcall('GET', KEYS[1])
+local version = 0
+if type(stored) == 'string' then version = tonumber(string.match(stored, '^%[(%d+),')) end
 if version ~= tonumber(ARGV[1]) then
-  if stored and ARGV[6] ~= '' then redis.call('SET', KEYS[1], stored, 'KEEPTTL') end
+  if type(stored) == 'string' and ARGV[6] ~= '' then redis.call('SET', KEYS[1], stored, 'KEEPTTL') end
   return 0
 end
 redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[3])
@@ -87,34 +89,58 @@ class RedisFamilyRecords implements RefreshFamilyRecords {
   }
 
   async read(familyId: string): Promise<VersionedFamilyRecord | null> {
-    const [family, retry] = await this.#redis.mget(...this.#familyKeys(familyId));
-    return family ? decode(familyId, family, retry ?? null) : null;
+    const keys = this.#familyKeys(familyId);
+    const [family, retry] = await this.#redis.mget(...keys);
+    if (family) return decode(familyId, family, retry ?? null);
+    return this.#readEarlierLayout(familyId, keys);
+  }
+
+  /**
+   * A family that a version before the versioned records kept, as two hashes: read as
+   * version 0, which its first write replaces, so that an upgrade signs nobody out. Asked
+   * only when no string is there (a family unknown or expired costs a second round trip).
+   */
+  async #readEarlierLayout(
+    familyId: string,
+    [familyKey, retryKey]: [string, string],
+  ): Promise<VersionedFamilyRecord | null> {
+    const hashes = await Promise.all([this.#redis.hgetall(familyKey), this.#redis.hgetall(retryKey)]).catch(
+      (error: unknown) => {
+        // Written as a string since the first read: read that.
+        if (error instanceof Error && error.message.startsWith('WRONGTYPE')) return undefined;
+        throw error;
+      },
+    );
+    if (!hashes) return this.read(familyId);
+    const [family, retry] = hashes;
+    return family.g === undefined ? null : decodeEarlierLayout(familyId, family, retry);
   }
 
   /**
    * The account is listed in the same batch, sent first: were only the record to land, the
    * write failed and nothing was answered, and the client's retry lists the family again.
    */
-  async write(record: RefreshFamilyRecord, version: number): Promise<boolean> {
+  async write(record: RefreshFamilyRecord, version: number): Promise<number | undefined> {
     const { familyId, accountKind, subject, expiresAt } = record.family;
+    const next = newVersion();
     const [, written] = await Promise.all([
       record.revoked ? undefined : this.#index(accountKind, subject, familyId, expiresAt),
       this.#writes.run(
         SCRIPTS.compareAndSet,
         this.#familyKeys(familyId),
-        this.#casArgs(record, version, true),
+        this.#casArgs(record, version, next, true),
       ),
     ]);
     if (written === 1 && record.revoked)
       await this.#redis.zrem(this.#subjectKey(accountKind, subject), familyId);
-    return written === 1;
+    return written === 1 ? next : undefined;
   }
 
-  async amend(record: RefreshFamilyRecord, version: number): Promise<boolean> {
+  async amend(record: RefreshFamilyRecord, version: number): Promise<number | undefined> {
+    const next = newVersion();
     const keys = this.#familyKeys(record.family.familyId);
-    return (
-      (await runScript(this.#redis, SCRIPTS.compareAndSet, keys, this.#casArgs(record, version, false))) === 1
-    );
+    const args = this.#casArgs(record, version, next, false);
+    return (await runScript(this.#redis, SCRIPTS.compareAndSet, keys, args)) === 1 ? next : undefined;
   }
 
   familiesOf(accountKind: AccountKind, subject: string): Promise<string[]> {
@@ -122,13 +148,13 @@ class RedisFamilyRecords implements RefreshFamilyRecords {
   }
 
   /**
-   * The script's arguments for `record` as version + 1. A retry record lives until its
+   * The script's arguments for `record` as version `next`. A retry record lives until its
    * window ends, or with the family while an answer waits; one past its window is dropped.
    */
-  #casArgs(record: RefreshFamilyRecord, version: number, cover: boolean): (string | number)[] {
+  #casArgs(record: RefreshFamilyRecord, version: number, next: number, cover: boolean): (string | number)[] {
     const { family, current, revoked, retry } = record;
     const stored: StoredFamily = [
-      version + 1,
+      next,
       current.generation,
       current.mac,
       revoked ? 1 : 0,
@@ -191,6 +217,45 @@ export class RedisRefreshTokenStore extends VersionedRefreshTokenStore {
       now,
     );
   }
+}
+
+/**
+ * A version no write of the family had before, even one a failover lost: a random 48-bit
+ * number (exact in Lua's doubles), so that a record read from a server that lost it cannot
+ * pass for the one written since on another.
+ */
+function newVersion(): number {
+  return randomInt(1, 2 ** 48);
+}
+
+/** A family as versions before the versioned records kept it: two hashes (see `read`). */
+function decodeEarlierLayout(
+  familyId: string,
+  family: Record<string, string>,
+  retry: Record<string, string>,
+): VersionedFamilyRecord {
+  const record: RefreshFamilyRecord = {
+    family: {
+      familyId,
+      clientId: String(family.c),
+      accountKind: family.k as AccountKind,
+      subject: String(family.u),
+      scope: String(family.sc),
+      credentialStamp: String(family.st),
+      expiresAt: Number(family.e),
+    },
+    current: { generation: Number(family.g), mac: String(family.m) },
+    revoked: family.s === 'r',
+  };
+  if (retry.m !== undefined && retry.x !== undefined)
+    record.retry = {
+      replacedMac: retry.m,
+      sealedSuccessor: retry.x,
+      until: Number(retry.e),
+      ...(retry.l !== undefined && { limit: Number(retry.l) }),
+      ...(retry.p !== undefined && { pending: retry.p }),
+    };
+  return { record, version: 0 };
 }
 
 function decode(familyId: string, family: string, retry: string | null): VersionedFamilyRecord {

@@ -146,12 +146,9 @@ function clusterPrimary(cluster: Cluster, key: string): { key: string; primary: 
 
 /**
  * The batches of one primary. Once a WAIT has fallen short and the primary says it has fewer
- * replicas that can acknowledge than `replicas`, a batch is sent without its WAIT and every
- * write in it refused, instead of waiting out `timeoutMs` in vain; the primary is asked again
- * until it has enough. The writes are still made, as those of a WAIT that fell short are: a
- * refused retry of a refresh then restarts its retry window (refresh-tokens.ts), so that
- * the window does not run out while the client is refused. `refusing` hears when the
- * refusals begin.
+ * replicas that can acknowledge than `replicas`, a write is refused at once, without being
+ * made, instead of waiting out `timeoutMs` in vain; the primary is asked again until it has
+ * enough. `refusing` hears when the refusals begin.
  */
 function batchWrites(
   primary: Primary,
@@ -187,15 +184,12 @@ function batchWrites(
       if (asText) pipeline.eval(s.lua, keys.length, ...keys, ...args);
       else pipeline.evalsha(s.sha, keys.length, ...keys, ...args);
     }
-    const refused = short;
-    if (!refused) pipeline.wait(replicas, timeoutMs);
+    pipeline.wait(replicas, timeoutMs);
     const replies: [unknown, unknown][] =
       (await pipeline.exec().catch((error: unknown) => batch.map(() => [error, null]))) ?? [];
-    const [waitError, acknowledged] = refused
-      ? [new Error(`the primary has fewer than ${replicas} replicas that acknowledge`), 0]
-      : (replies[batch.length] ?? [new Error('No reply to WAIT'), 0]);
+    const [waitError, acknowledged] = replies[batch.length] ?? [new Error('No reply to WAIT'), 0];
     const confirmed = !waitError && Number(acknowledged) >= replicas;
-    if (!refused && !waitError && !confirmed) void checkReplicas();
+    if (!waitError && !confirmed) void checkReplicas();
     if (replies.some(([error]) => error && !String(error).includes('NOSCRIPT'))) primary.failed();
     batch.forEach((write, index) => {
       const [error, reply] = replies[index] ?? [new Error('No reply to the write'), null];
@@ -229,6 +223,14 @@ function batchWrites(
   }
 
   return (write) => {
+    if (short) {
+      write.reject(
+        Object.assign(new NotReplicated('Redis'), {
+          cause: new Error(`the primary has fewer than ${replicas} replicas that acknowledge`),
+        }),
+      );
+      return;
+    }
     queue.push(write);
     schedule();
   };
