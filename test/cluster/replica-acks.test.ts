@@ -231,6 +231,22 @@ describe('refusals at once while the primary has no replica to confirm', {
   }
 
   /**
+   * A family created and confirmed, as a sign-in retried on 503 makes it: each attempt a new
+   * family, since one that was not confirmed may still have been made.
+   */
+  async function signedIn(store: RedisRefreshTokenStore) {
+    return onceSucceeds(
+      async () => {
+        const grant = newGrant();
+        const first = { generation: 0, mac: randomBytes(16).toString('base64url') };
+        assert.equal(await store.create(grant, first), true);
+        return { grant, first };
+      },
+      { timeoutMs: 20_000 },
+    );
+  }
+
+  /**
    * WAITs the Redis at `url` has run, and the family's record there, without its version
    * (a refused retry's mark changes that): its token, revocation, expiry and grant.
    */
@@ -299,10 +315,8 @@ describe('refusals at once while the primary has no replica to confirm', {
     const prefix = `acks_${randomUUID()}:`;
     const logged: string[] = [];
     const store = await storeOver(primary.url, prefix, logged);
-    const grant = newGrant();
-    const first = { generation: 0, mac: randomBytes(16).toString('base64url') };
     // Confirmed once the replica has finished its first sync.
-    assert.equal(await onceSucceeds(() => store.create(grant, first), { timeoutMs: 20_000 }), true);
+    const { grant, first } = await signedIn(store);
 
     replica.signal('SIGKILL');
     const attempt = await refusedAtOnce(store, async () => primary.url, prefix, grant, first);
@@ -324,9 +338,7 @@ describe('refusals at once while the primary has no replica to confirm', {
     cleanups.push(() => setup.dispose());
     const prefix = `acks_${randomUUID()}:`;
     const store = await storeOver(setup.url, prefix);
-    const grant = newGrant();
-    const first = { generation: 0, mac: randomBytes(16).toString('base64url') };
-    assert.equal(await onceSucceeds(() => store.create(grant, first), { timeoutMs: 20_000 }), true);
+    const { grant, first } = await signedIn(store);
 
     const oldMaster = await setup.masterPort();
     setup.primary.signal('SIGKILL');
