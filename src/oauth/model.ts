@@ -215,6 +215,12 @@ export interface RefreshFamilyRecords {
   amend(record: RefreshFamilyRecord, version: number): Promise<number | undefined>;
   /** The ids of the account's families that are neither expired nor revoked, as listed. */
   familiesOf(accountKind: AccountKind, subject: string): Promise<string[]>;
+  /**
+   * Drops these families from the account's listing: ones just revoked, which a rotation
+   * racing the revocation may have listed again. A family listed since (a new sign-in) is
+   * not among them and stays.
+   */
+  unlist(accountKind: AccountKind, subject: string, familyIds: readonly string[]): Promise<void>;
 }
 
 /** What a rotation did: rotated the token, or found it no longer current, as `inspect` would say. */

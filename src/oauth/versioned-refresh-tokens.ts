@@ -153,6 +153,7 @@ export class VersionedRefreshTokenStore implements RefreshTokenStore {
   async revokeSubject(accountKind: AccountKind, subject: string): Promise<void> {
     const families = await this.#records.familiesOf(accountKind, subject);
     await Promise.all(families.map((familyId) => this.revokeFamily(familyId)));
+    if (families.length > 0) await this.#records.unlist(accountKind, subject, families);
   }
 
   /**

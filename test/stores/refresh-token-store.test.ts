@@ -492,6 +492,23 @@ for (const { label, url: redisUrl } of redisTargets())
       );
     });
 
+    test('revokeSubject leaves no revoked family listed, even one a racing rotation listed again', async () => {
+      const store = new RedisRefreshTokenStore(redis, { prefix, now });
+      const subject = randomUUID();
+      const [live, revoked] = [grant({ subject }), grant({ subject })];
+      await issue(store, live);
+      await issue(store, revoked);
+      await store.revokeFamily(revoked.familyId);
+      const keys = await keysOf(redis, `${prefix}s:*`);
+      const scores = await Promise.all(keys.map((key) => redis.zscore(key, live.familyId)));
+      const subjectKey = keys[scores.findIndex((score) => score !== null)];
+      assert.ok(subjectKey, 'the account is listed');
+      // A rotation's listing, sent before the revocation and applied after it.
+      await redis.zadd(subjectKey, revoked.expiresAt, revoked.familyId);
+      await store.revokeSubject(live.accountKind, subject);
+      assert.deepEqual(await redis.zrange(subjectKey, '0', '-1'), []);
+    });
+
     test('families kept as hashes by an earlier version are read, and written as records from their first change', async () => {
       const store = new RedisRefreshTokenStore(redis, { prefix, now });
       const g = grant({ expiresAt: clock + 60 * SECOND });

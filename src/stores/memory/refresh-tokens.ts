@@ -50,6 +50,13 @@ class MemoryFamilyRecords implements RefreshFamilyRecords {
     return this.write(record, version);
   }
 
+  async unlist(accountKind: AccountKind, subject: string, familyIds: readonly string[]): Promise<void> {
+    const key = subjectKey(accountKind, subject);
+    const listed = this.bySubject.get(key);
+    for (const familyId of familyIds) listed?.delete(familyId);
+    if (listed?.size === 0) this.bySubject.delete(key);
+  }
+
   async familiesOf(accountKind: AccountKind, subject: string): Promise<string[]> {
     return [...(this.bySubject.get(subjectKey(accountKind, subject))?.keys() ?? [])];
   }

@@ -145,6 +145,10 @@ class RedisFamilyRecords implements RefreshFamilyRecords {
     return (await runScript(this.#redis, SCRIPTS.compareAndSet, keys, args)) === 1 ? next : undefined;
   }
 
+  async unlist(accountKind: AccountKind, subject: string, familyIds: readonly string[]): Promise<void> {
+    await this.#redis.zrem(this.#subjectKey(accountKind, subject), ...familyIds);
+  }
+
   familiesOf(accountKind: AccountKind, subject: string): Promise<string[]> {
     return this.#redis.zrange(this.#subjectKey(accountKind, subject), '0', '-1');
   }
