@@ -19,10 +19,21 @@ export function credentialStamp(account: Pick<Account, 'passwordHash' | 'session
   // tokens issued then stay valid. (Neither a bcrypt hash nor a key has a line break.)
   const input =
     account.sessionKey === '' ? account.passwordHash : `${account.passwordHash}\n${account.sessionKey}`;
-  // Every authenticated request computes it: the one-shot `hash` costs half of a `createHash`
-  // object's update and digest, and the stamp stays a function of the account as it is now.
-  return hash('sha256', input, 'base64url').slice(0, 22);
+  const known = stamps.get(input);
+  if (known !== undefined) return known;
+  const stamp = hash('sha256', input, 'base64url').slice(0, 22);
+  if (stamps.size >= STAMPS_KEPT) stamps.delete(stamps.keys().next().value ?? '');
+  stamps.set(input, stamp);
+  return stamp;
 }
+
+/**
+ * Stamps by what they digest, the oldest forgotten first. Every authenticated request asks
+ * for its account's stamp, and a digest costs several times a lookup; the input is what the
+ * account store already holds (a password hash, never a password, and the session key).
+ */
+const stamps = new Map<string, string>();
+const STAMPS_KEPT = 10_000;
 
 /**
  * Whether writing `changes` ends every session of the account: a new password, another

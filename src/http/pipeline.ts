@@ -23,6 +23,14 @@ export interface PipelineOptions {
   onUnexpectedError(error: unknown, req: IncomingMessage, route: AnyRoute | undefined): void;
 }
 
+/**
+ * The route answering a request, for a failure to write its answer: where a page sits beside
+ * an API route, the first route matching the path may have handed the request on. A property
+ * of the request rather than a WeakMap entry, which costs more to add on every request.
+ */
+const ANSWERING = Symbol('answering route');
+type Answered = IncomingMessage & { [ANSWERING]?: AnyRoute };
+
 /** A route of the table, as polka dispatches to it. */
 interface Entry {
   route: AnyRoute;
@@ -42,15 +50,12 @@ export function createRequestHandler(
   options: PipelineOptions,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const defaultHeaders = headersForRoute(undefined, options.responseHeaders, undefined);
-  // The route answering each request, for a failure to write its answer: where a page sits
-  // beside an API route, the first route matching the path may have handed the request on.
-  const answering = new WeakMap<IncomingMessage, AnyRoute>();
   const app = polka<Request>({
     onNoMatch: (req, res) => answerUnmatched(req, res),
     onError: (error, req, res) => {
       // serve answers every failure itself; this only sees a failure to write that answer.
       res.destroy();
-      options.onUnexpectedError(error, req, answering.get(req));
+      options.onUnexpectedError(error, req, (req as Answered)[ANSWERING]);
     },
   });
   const entries = new Map<Middleware<Request>, Entry>();
@@ -96,7 +101,7 @@ export function createRequestHandler(
 
     const parameters = parametersOf(compiled);
     return async (req, res) => {
-      answering.set(req, route);
+      (req as Answered)[ANSWERING] = route;
       try {
         // Most requests (every GET) carry no body: no call into the body parser's async path.
         const body =
@@ -141,26 +146,21 @@ export function createRequestHandler(
    */
   function send(req: IncomingMessage, res: ServerResponse, reply: Reply, route: RouteHeaders): void {
     const body = reply.text ?? (reply.body === undefined ? undefined : JSON.stringify(reply.body));
-    const flat = route.flat.slice();
-    const given = new Set(route.names);
-    const add = (name: string, value: string): boolean => {
-      const lower = name.toLowerCase();
-      if (given.has(lower)) return false;
-      given.add(lower);
-      flat.push(name, value);
-      return true;
-    };
-    const added =
-      corsHeaders(req, route.cors, undefined).every(([name, value]) => add(name, value)) &&
-      Object.entries(reply.headers ?? {}).every(([name, value]) => add(name, value)) &&
-      (body === undefined ||
-        (add('Content-Type', reply.contentType ?? 'application/json') &&
-          add('Content-Length', String(Buffer.byteLength(body)))));
-    if (!added) {
+    const added: string[] = [];
+    for (const [name, value] of corsHeaders(req, route.cors, undefined)) added.push(name, value);
+    if (reply.headers) for (const [name, value] of Object.entries(reply.headers)) added.push(name, value);
+    if (body !== undefined)
+      added.push(
+        'Content-Type',
+        reply.contentType ?? 'application/json',
+        'Content-Length',
+        String(Buffer.byteLength(body)),
+      );
+    if (!namesNew(route.names, added)) {
       sendOneByOne(req, res, reply, route);
       return;
     }
-    res.writeHead(reply.status, flat);
+    res.writeHead(reply.status, route.flat.concat(added));
     res.end(body);
   }
 
@@ -283,12 +283,22 @@ function carriesBody(req: IncomingMessage): boolean {
   return req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
 }
 
+/** Whether the names of `added` (name, value, name, value…) are distinct, and none of them is in `given`. */
+function namesNew(given: ReadonlySet<string>, added: readonly string[]): boolean {
+  for (let i = 0; i < added.length; i += 2) {
+    const name = (added[i] ?? '').toLowerCase();
+    if (given.has(name)) return false;
+    for (let j = 0; j < i; j += 2) if ((added[j] ?? '').toLowerCase() === name) return false;
+  }
+  return true;
+}
+
 /** A route's own headers and CORS policy, in the forms `send` reads them. */
 interface RouteHeaders {
   headers: HeaderSet;
   cors: CorsPolicy;
   /** The same, as writeHead takes them: name, value, name, value… */
-  flat: readonly string[];
+  flat: string[];
   /** Their names, lower-cased. */
   names: ReadonlySet<string>;
 }
