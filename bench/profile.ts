@@ -10,6 +10,7 @@
  *   and the inclusive time of the service's own functions.
  *
  * Scenarios: client_credentials, refresh, read (an authenticated GET /users/{id}), password.
+ * With `REDIS_URL` or `MONGODB_URL` set, the service uses those backends instead of memory.
  * A profile only samples the request thread: work handed to the thread pool shows there as
  * the thread pool's CPU, not as functions.
  */
@@ -36,6 +37,12 @@ const SCENARIOS = ['client_credentials', 'refresh', 'read', 'password'] as const
 type Scenario = (typeof SCENARIOS)[number];
 
 const TICKS_PER_SECOND = 100;
+
+/** The backends named in this process's environment, for the service to profile on. */
+function backendsFromEnvironment(): Record<string, string> {
+  const { REDIS_URL, MONGODB_URL } = process.env;
+  return { ...(REDIS_URL && { REDIS_URL }), ...(MONGODB_URL && { MONGODB_URL }) };
+}
 
 /** CPU seconds of each thread of a process, by thread name (threads of one name added up). */
 function threadSeconds(pid: number): Map<string, number> {
@@ -89,7 +96,10 @@ async function main(): Promise<void> {
   }
   const dir = await mkdtemp(join(tmpdir(), 'bench-profile-'));
   try {
-    const service = await startService({ NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}` });
+    const service = await startService({
+      NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}`,
+      ...backendsFromEnvironment(),
+    });
     const [worker] = service.workerPids();
     if (worker === undefined) throw new Error('the service has no worker');
     const measure = await prepare(scenario, service.url);
