@@ -95,8 +95,15 @@ for (const section of only) {
 const runs = (section: string) => only.size === 0 || only.has(section);
 /** The real backends: for a whole run, or a partial one that names them or a section that needs them. */
 const withRealBackends = only.size === 0 || ['real', 'reads', 'sessions'].some((s) => only.has(s));
-/** The whole run stops, cleaning up, if it takes longer than this. */
-const TIME_LIMIT_MS = 12 * 60_000;
+/**
+ * The whole run stops, cleaning up, if it takes longer than this, and prints the rows it has:
+ * on a slow machine the listings on FerretDB alone take about four minutes.
+ */
+const TIME_LIMIT_MS = 15 * 60_000;
+const RUN_STARTED = Date.now();
+/** What the table's first line says of the machine, as the run began. */
+const LOAD_BEFORE = loadavg()[0] ?? 0;
+const CPU_MODEL = cpus()[0]?.model ?? 'unknown CPU';
 
 interface Check {
   target: string;
@@ -692,12 +699,9 @@ async function measureMemoryAlone(memory: ServiceProcess) {
 }
 
 async function main(): Promise<void> {
-  const started = Date.now();
   // Anything else running on these cores shows up in every number below.
-  const loadBefore = loadavg()[0] ?? 0;
-  const cpu = cpus()[0]?.model ?? 'unknown CPU';
   log(
-    `${CORES} cores (${cpu}), Node ${process.version}, ${ROUNDS} × ${SLICE} s slices, ${CONNECTIONS} connections`,
+    `${CORES} cores (${CPU_MODEL}), Node ${process.version}, ${ROUNDS} × ${SLICE} s slices, ${CONNECTIONS} connections`,
   );
 
   // 1 worker, memory stores: measured alone first, and kept running for the comparisons.
@@ -785,18 +789,19 @@ async function main(): Promise<void> {
   if (runs('listings')) rows.push(...(await measureListings()));
   // An avatar upload's cost, and GET / beside 20 concurrent 1 MB uploads (bench/avatars.ts).
   if (runs('avatars')) rows.push(...(await measureAvatars()));
-  printTable(cpu, Math.round((Date.now() - started) / 1000), loadBefore);
+  printTable();
 }
 
-function printTable(cpu: string, seconds: number, loadBefore: number): void {
+function printTable(stopped = false): void {
+  const seconds = Math.round((Date.now() - RUN_STARTED) / 1000);
   const fmt = (value: number) => value.toFixed(0);
   // autocannon records latency in whole milliseconds.
   const ms = (value: number | undefined) => (value === undefined ? '' : value < 1 ? '<1' : value.toFixed(0));
   const lines = [
-    `Bench: ${CORES} cores (${cpu}), Node ${process.version}, loopback; each figure the median of ${ROUNDS} ` +
+    `Bench${stopped ? ' (stopped at its time limit: the rows measured until then)' : ''}: ${CORES} cores (${CPU_MODEL}), Node ${process.version}, loopback; each figure the median of ${ROUNDS} ` +
       `interleaved ${SLICE} s slices; ${CONNECTIONS} connections (password grant 4, client_credentials ` +
       `${CLIENT_CREDENTIALS_CONNECTIONS}); BCRYPT_COST ${BCRYPT_COST}; total ${seconds} s; ` +
-      `1-min load average before the run ${loadBefore.toFixed(2)}`,
+      `1-min load average before the run ${LOAD_BEFORE.toFixed(2)}`,
     '',
     '| scenario | setup | req/s | p50 ms | p99 ms | failed | server CPU ms per request (token) | ratio | target | result | CPU cores: load generator / server / FerretDB / Redis |',
     '|---|---|---:|---:|---:|---:|---:|---|---|---|---|',
@@ -831,6 +836,7 @@ function printTable(cpu: string, seconds: number, loadBefore: number): void {
 process.once('SIGINT', () => void stopAll().finally(() => process.exit(130)));
 setTimeout(() => {
   log(`stopping: the run took longer than ${TIME_LIMIT_MS / 60_000} minutes`);
+  printTable(true);
   void stopAll().finally(() => process.exit(1));
 }, TIME_LIMIT_MS).unref();
 
