@@ -185,6 +185,11 @@ export interface RefreshFamilyRecord {
 export interface VersionedFamilyRecord {
   record: RefreshFamilyRecord;
   version: number;
+  /**
+   * Until when the store lists the family under its account, where that is not simply its
+   * expiry: the store's own bookkeeping, handed back to it with the next write.
+   */
+  listedUntil?: number;
 }
 
 /**
@@ -200,19 +205,25 @@ export interface RefreshFamilyRecords {
   readonly acknowledged: boolean;
   read(familyId: string): Promise<VersionedFamilyRecord | null>;
   /**
-   * Stores the record when the family's stored version is still `version` (0: no record),
-   * under a new version (never 0, and never one the family had, even on another server
-   * after a failover), and answers it once the write counts, or undefined when the stored
-   * version was another; the family is listed under its account while it lives, and
-   * unlisted once revoked. Rejects when the write may have been made without counting
-   * (replicas that did not confirm it): the caller reads again.
+   * Stores the record in place of `base` (null: no record) when the family's stored version
+   * is still base's, under a new version (never 0, and never one the family had, even on
+   * another server after a failover), and answers it as stored once the write counts, or
+   * undefined when the stored version was another; the family is listed under its account
+   * while it lives, and unlisted once revoked. Rejects when the write may have been made
+   * without counting (replicas that did not confirm it): the caller reads again.
    */
-  write(record: RefreshFamilyRecord, version: number): Promise<number | undefined>;
+  write(
+    record: RefreshFamilyRecord,
+    base: VersionedFamilyRecord | null,
+  ): Promise<VersionedFamilyRecord | undefined>;
   /**
    * The same compare-and-set for a change to the retry record alone (its window): it counts
    * once made, and leaves the listing as it is.
    */
-  amend(record: RefreshFamilyRecord, version: number): Promise<number | undefined>;
+  amend(
+    record: RefreshFamilyRecord,
+    base: VersionedFamilyRecord | null,
+  ): Promise<VersionedFamilyRecord | undefined>;
   /** The ids of the account's families that are neither expired nor revoked, as listed. */
   familiesOf(accountKind: AccountKind, subject: string): Promise<string[]>;
   /**

@@ -202,8 +202,8 @@ export class VersionedRefreshTokenStore implements RefreshTokenStore {
       if (!write) {
         if (fresh) return { answer };
       } else {
-        const version = await this.#records[how](write, read?.version ?? 0);
-        if (version !== undefined) return { answer, written: { record: write, version } };
+        const written = await this.#records[how](write, read);
+        if (written) return { answer, written };
       }
       read = await this.#records.read(familyId);
       fresh = true;

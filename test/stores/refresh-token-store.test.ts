@@ -451,6 +451,15 @@ for (const { label, url: redisUrl } of redisTargets())
       };
     });
 
+    /** The account's listing that holds the family. */
+    async function listingOf(familyId: string): Promise<string> {
+      const keys = await keysOf(redis, `${prefix}s:*`);
+      const scores = await Promise.all(keys.map((key) => redis.zscore(key, familyId)));
+      const key = keys[scores.findIndex((score) => score !== null)];
+      assert.ok(key, 'the family is listed under its account');
+      return key;
+    }
+
     test('a family is one key however often it rotates, and one more during a retry window; the account index drops expired and revoked families', async () => {
       const store = new RedisRefreshTokenStore(redis, { prefix });
       const subject = randomUUID();
@@ -475,9 +484,13 @@ for (const { label, url: redisUrl } of redisTargets())
       ).find(Boolean);
       assert.ok(subjectKey, 'the family is listed under its account');
       assert.deepEqual(await redis.zrange(subjectKey, '0', '-1'), [g.familyId]);
-      for (const key of [`${prefix}{${g.familyId}}`, subjectKey]) {
+      // The family lives 90 s from its last rotation; the account lists it for an eighth more.
+      for (const [key, most] of [
+        [`${prefix}{${g.familyId}}`, 90_000],
+        [subjectKey, 90_000 * (9 / 8)],
+      ] as const) {
         const ttl = await redis.pttl(key);
-        assert.ok(ttl > 0 && ttl <= 90_000, `${key} expires (pttl ${ttl})`);
+        assert.ok(ttl > 0 && ttl <= most, `${key} expires (pttl ${ttl})`);
       }
 
       const revoked = await issue(store, grant({ accountKind: 'admin', subject }));
@@ -490,6 +503,28 @@ for (const { label, url: redisUrl } of redisTargets())
         (await redis.zrange(subjectKey, '0', '-1')).sort(),
         [g.familyId, fresh.familyId].sort(),
       );
+    });
+
+    test('a rotation lists its family again only once the family would outlive its listing', async () => {
+      const store = new RedisRefreshTokenStore(redis, { prefix, now });
+      const g = grant({ expiresAt: clock + 80 * SECOND });
+      let t = await issue(store, g);
+      const subjectKey = await listingOf(g.familyId);
+      // Listed for an eighth of its remaining lifetime beyond its expiry.
+      const listed = clock + 90 * SECOND;
+      assert.equal(Number(await redis.zscore(subjectKey, g.familyId)), listed);
+      t = await rotated(store, g, t, { expiresAt: clock + 85 * SECOND });
+      assert.equal(Number(await redis.zscore(subjectKey, g.familyId)), listed, 'within it: left alone');
+      t = await rotated(store, g, t, { expiresAt: clock + 96 * SECOND });
+      assert.equal(
+        Number(await redis.zscore(subjectKey, g.familyId)),
+        clock + 108 * SECOND,
+        'past it: listed again',
+      );
+      t = await rotated(store, g, t, { expiresAt: clock + 100 * SECOND });
+      assert.equal(Number(await redis.zscore(subjectKey, g.familyId)), clock + 108 * SECOND);
+      await store.revokeSubject(g.accountKind, g.subject);
+      assert.deepEqual(await inspect(store, t), { state: 'revoked' });
     });
 
     test('revokeSubject leaves no revoked family listed, even one a racing rotation listed again', async () => {

@@ -1,5 +1,5 @@
 import type { AccountKind } from '../../accounts/model.ts';
-import type { RefreshFamilyRecord, RefreshFamilyRecords } from '../../oauth/model.ts';
+import type { RefreshFamilyRecord, RefreshFamilyRecords, VersionedFamilyRecord } from '../../oauth/model.ts';
 import { VersionedRefreshTokenStore } from '../../oauth/versioned-refresh-tokens.ts';
 
 /** Entries held by MemoryRefreshTokenStore; each stays until a sweep after it expires. */
@@ -29,8 +29,12 @@ class MemoryFamilyRecords implements RefreshFamilyRecords {
     return stored ? { record: copy(stored.record), version: stored.version } : null;
   }
 
-  async write(record: RefreshFamilyRecord, version: number): Promise<number | undefined> {
+  async write(
+    record: RefreshFamilyRecord,
+    base: VersionedFamilyRecord | null,
+  ): Promise<VersionedFamilyRecord | undefined> {
     const { familyId, accountKind, subject, expiresAt } = record.family;
+    const version = base?.version ?? 0;
     if ((this.families.get(familyId)?.version ?? 0) !== version) return undefined;
     if (version === 0) this.#sweep();
     this.families.set(familyId, { record: copy(record), version: version + 1 });
@@ -43,11 +47,14 @@ class MemoryFamilyRecords implements RefreshFamilyRecords {
     if (version === 0) for (const [id, expiry] of listed) if (expiry <= this.#now()) listed.delete(id);
     if (listed.size > 0) this.bySubject.set(key, listed);
     else this.bySubject.delete(key);
-    return version + 1;
+    return { record, version: version + 1 };
   }
 
-  amend(record: RefreshFamilyRecord, version: number): Promise<number | undefined> {
-    return this.write(record, version);
+  amend(
+    record: RefreshFamilyRecord,
+    base: VersionedFamilyRecord | null,
+  ): Promise<VersionedFamilyRecord | undefined> {
+    return this.write(record, base);
   }
 
   async unlist(accountKind: AccountKind, subject: string, familyIds: readonly string[]): Promise<void> {

@@ -14,15 +14,16 @@ import { immediateWrites, type ScriptWrites } from './writes.ts';
  *
  *   P{familyId}     JSON array, PEXPIREAT the family's expiry: version, generation of the
  *                   current token, its MAC, 1 if revoked, expiry (ms), client, account kind,
- *                   subject, scope, credential stamp
+ *                   subject, scope, credential stamp, until when the account lists it (ms)
  *   P{familyId}:r   JSON array, the last rotation's retry record: MAC of the token it
  *                   replaced, the successor sealed under a key only that token gives, end of
  *                   the window (ms), its latest end (0: not yet set), the mark of an answer
  *                   waiting for the replicas ('' for none); PEXPIREAT the end of its window,
  *                   or the family's expiry while an answer waits
- *   Ps:{account}    sorted set of the account's family ids scored by expiry, pruned of
- *                   expired families on every write, PEXPIREAT its latest score; the tag is
- *                   a 96-bit digest of kind and subject, shorter than both
+ *   Ps:{account}    sorted set of the account's family ids, each scored with when it may
+ *                   be dropped (its expiry and some more: LISTING_SLACK), pruned of those
+ *                   past it on every write, PEXPIREAT its latest score; the tag is a 96-bit
+ *                   digest of kind and subject, shorter than both
  *
  * Strings, not hashes: the sealed successor is longer than a hash's compact encoding takes
  * (64 bytes), so as a hash the retry record took about twice the memory (512 bytes against
@@ -65,10 +66,32 @@ redis.call('PEXPIREAT', KEYS[1], last[2])
 return 1
 `;
 
+/**
+ * A rotation moves a family's expiry on, and the account must list the family until then, or
+ * revoking the account's sessions would miss it. Listed only until its expiry, the family's
+ * listing would be written again by every rotation: one more script each, and in a Cluster a
+ * write to another shard with a WAIT of its own there. So a family is listed for an eighth
+ * of its remaining lifetime beyond its expiry, and a rotation writes the listing again only
+ * once the new expiry has passed that: once per eighth of a lifetime of refreshing.
+ */
+const LISTING_SLACK = 1 / 8;
+
 const SCRIPTS = { compareAndSet: script(COMPARE_AND_SET), indexFamily: script(INDEX_FAMILY) };
 
 /** A family's key as stored: version, then the record's fields in a fixed order. */
-type StoredFamily = [number, number, string, 0 | 1, number, string, AccountKind, string, string, string];
+type StoredFamily = [
+  number,
+  number,
+  string,
+  0 | 1,
+  number,
+  string,
+  AccountKind,
+  string,
+  string,
+  string,
+  number?,
+];
 /** A retry record as stored: 0 for no limit, '' for no answer waiting. */
 type StoredRetry = [string, string, number, number, string];
 
@@ -119,30 +142,38 @@ class RedisFamilyRecords implements RefreshFamilyRecords {
   }
 
   /**
-   * The account is listed in the same batch, sent first: were only the record to land, the
-   * write failed and nothing was answered, and the client's retry lists the family again.
+   * The account is listed in the same batch, sent first, when the family would outlive its
+   * listing: were only the record to land, the write failed and nothing was answered, and
+   * the client's retry lists the family again.
    */
-  async write(record: RefreshFamilyRecord, version: number): Promise<number | undefined> {
+  async write(
+    record: RefreshFamilyRecord,
+    base: VersionedFamilyRecord | null,
+  ): Promise<VersionedFamilyRecord | undefined> {
     const { familyId, accountKind, subject, expiresAt } = record.family;
-    const next = newVersion();
+    const listed = base?.listedUntil ?? 0;
+    const listedUntil =
+      record.revoked || listed >= expiresAt
+        ? listed
+        : Math.ceil(expiresAt + Math.max(0, expiresAt - this.#now()) * LISTING_SLACK);
+    const stored = this.#stored(record, listedUntil);
     const [, written] = await Promise.all([
-      record.revoked ? undefined : this.#index(accountKind, subject, familyId, expiresAt),
-      this.#writes.run(
-        SCRIPTS.compareAndSet,
-        this.#familyKeys(familyId),
-        this.#casArgs(record, version, next, true),
-      ),
+      listedUntil > listed ? this.#index(accountKind, subject, familyId, listedUntil) : undefined,
+      this.#writes.run(SCRIPTS.compareAndSet, this.#familyKeys(familyId), this.#casArgs(stored, base, true)),
     ]);
     if (written === 1 && record.revoked)
       await this.#redis.zrem(this.#subjectKey(accountKind, subject), familyId);
-    return written === 1 ? next : undefined;
+    return written === 1 ? stored : undefined;
   }
 
-  async amend(record: RefreshFamilyRecord, version: number): Promise<number | undefined> {
-    const next = newVersion();
+  async amend(
+    record: RefreshFamilyRecord,
+    base: VersionedFamilyRecord | null,
+  ): Promise<VersionedFamilyRecord | undefined> {
+    const stored = this.#stored(record, base?.listedUntil ?? 0);
     const keys = this.#familyKeys(record.family.familyId);
-    const args = this.#casArgs(record, version, next, false);
-    return (await runScript(this.#redis, SCRIPTS.compareAndSet, keys, args)) === 1 ? next : undefined;
+    const args = this.#casArgs(stored, base, false);
+    return (await runScript(this.#redis, SCRIPTS.compareAndSet, keys, args)) === 1 ? stored : undefined;
   }
 
   async unlist(accountKind: AccountKind, subject: string, familyIds: readonly string[]): Promise<void> {
@@ -153,11 +184,20 @@ class RedisFamilyRecords implements RefreshFamilyRecords {
     return this.#redis.zrange(this.#subjectKey(accountKind, subject), '0', '-1');
   }
 
+  /** The record as it is to be stored: under a new version, listed until `listedUntil`. */
+  #stored(record: RefreshFamilyRecord, listedUntil: number): VersionedFamilyRecord {
+    return { record, version: newVersion(), ...(listedUntil > 0 && { listedUntil }) };
+  }
+
   /**
-   * The script's arguments for `record` as version `next`. A retry record lives until its
+   * The script's arguments to store `next` in place of `base`. A retry record lives until its
    * window ends, or with the family while an answer waits; one past its window is dropped.
    */
-  #casArgs(record: RefreshFamilyRecord, version: number, next: number, cover: boolean): (string | number)[] {
+  #casArgs(
+    { record, version: next, listedUntil }: VersionedFamilyRecord,
+    base: VersionedFamilyRecord | null,
+    cover: boolean,
+  ): (string | number)[] {
     const { family, current, revoked, retry } = record;
     const stored: StoredFamily = [
       next,
@@ -171,13 +211,14 @@ class RedisFamilyRecords implements RefreshFamilyRecords {
       family.scope,
       family.credentialStamp,
     ];
+    if (listedUntil !== undefined) stored.push(listedUntil);
     const retryExpiry = retry?.pending === undefined ? (retry?.until ?? 0) : family.expiresAt;
     const keep = retry && retryExpiry > this.#now();
     const storedRetry: StoredRetry | undefined = keep
       ? [retry.replacedMac, retry.sealedSuccessor, retry.until, retry.limit ?? 0, retry.pending ?? '']
       : undefined;
     return [
-      version,
+      base?.version ?? 0,
       JSON.stringify(stored),
       family.expiresAt,
       storedRetry ? JSON.stringify(storedRetry) : '',
@@ -276,6 +317,7 @@ function decode(familyId: string, family: string, retry: string | null): Version
     subject,
     scope,
     credentialStamp,
+    listedUntil,
   ] = JSON.parse(family) as StoredFamily;
   const record: RefreshFamilyRecord = {
     family: { familyId, clientId, accountKind, subject, scope, credentialStamp, expiresAt },
@@ -292,5 +334,5 @@ function decode(familyId: string, family: string, retry: string | null): Version
       ...(pending !== '' && { pending }),
     };
   }
-  return { record, version };
+  return { record, version, ...(listedUntil !== undefined && { listedUntil }) };
 }
