@@ -10,7 +10,8 @@
  *   and the inclusive time of the service's own functions.
  *
  * Scenarios: client_credentials, refresh, read (an authenticated GET /users/{id}), password.
- * With `REDIS_URL` or `MONGODB_URL` set, the service uses those backends instead of memory.
+ * With `PROFILE_REDIS_URL` or `PROFILE_MONGODB_URL` set, the service uses those backends
+ * (as its REDIS_URL and MONGODB_URL) instead of memory stores.
  * A profile only samples the request thread: work handed to the thread pool shows there as
  * the thread pool's CPU, not as functions.
  */
@@ -38,9 +39,12 @@ type Scenario = (typeof SCENARIOS)[number];
 
 const TICKS_PER_SECOND = 100;
 
-/** The backends named in this process's environment, for the service to profile on. */
+/**
+ * The backends this run was asked to profile on. Names of their own: the REDIS_URL and
+ * MONGODB_URL the tests take may well be set in a developer's shell.
+ */
 function backendsFromEnvironment(): Record<string, string> {
-  const { REDIS_URL, MONGODB_URL } = process.env;
+  const { PROFILE_REDIS_URL: REDIS_URL, PROFILE_MONGODB_URL: MONGODB_URL } = process.env;
   return { ...(REDIS_URL && { REDIS_URL }), ...(MONGODB_URL && { MONGODB_URL }) };
 }
 

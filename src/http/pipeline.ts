@@ -298,7 +298,7 @@ interface RouteHeaders {
   headers: HeaderSet;
   cors: CorsPolicy;
   /** The same, as writeHead takes them: name, value, name, value… */
-  flat: string[];
+  flat: readonly string[];
   /** Their names, lower-cased. */
   names: ReadonlySet<string>;
 }

@@ -224,7 +224,10 @@ export interface RefreshFamilyRecords {
     record: RefreshFamilyRecord,
     base: VersionedFamilyRecord | null,
   ): Promise<VersionedFamilyRecord | undefined>;
-  /** The ids of the account's families that are neither expired nor revoked, as listed. */
+  /**
+   * The ids of the account's families as listed: every one that lives, and perhaps some
+   * that no longer do (a store may list a family for a while past its expiry).
+   */
   familiesOf(accountKind: AccountKind, subject: string): Promise<string[]>;
   /**
    * Drops these families from the account's listing: ones just revoked, which a rotation

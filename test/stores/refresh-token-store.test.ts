@@ -527,6 +527,28 @@ for (const { label, url: redisUrl } of redisTargets())
       assert.deepEqual(await inspect(store, t), { state: 'revoked' });
     });
 
+    test('a listing that fails fails its rotation before the record says the family is listed', async () => {
+      let listingFails = false;
+      const writes: ScriptWrites = {
+        acknowledged: false,
+        run: (s, keys, args) =>
+          listingFails && keys[0]?.startsWith(`${prefix}s:`)
+            ? Promise.reject(new Error('the listing was lost'))
+            : runScript(redis, s, keys, args),
+      };
+      const store = new RedisRefreshTokenStore(redis, { prefix, now, writes });
+      const g = grant({ expiresAt: clock + 80 * SECOND });
+      const t = await issue(store, g);
+      const subjectKey = await listingOf(g.familyId);
+      listingFails = true;
+      const far = { ...g, expiresAt: clock + 200 * SECOND };
+      await assert.rejects(store.rotate(far, t, { generation: 1, mac: mac() }), /the listing was lost/);
+      assert.equal((await inspect(store, t)).state, 'current', 'nothing was rotated');
+      listingFails = false;
+      await rotated(store, g, t, { expiresAt: clock + 200 * SECOND });
+      assert.equal(Number(await redis.zscore(subjectKey, g.familyId)), clock + 225 * SECOND);
+    });
+
     test('revokeSubject leaves no revoked family listed, even one a racing rotation listed again', async () => {
       const store = new RedisRefreshTokenStore(redis, { prefix, now });
       const subject = randomUUID();

@@ -55,8 +55,8 @@ return 1
 `;
 
 /**
- * Lists a family under its account with its expiry (never lowering it), drops the families
- * that have expired, and keeps the set alive as long as its latest family.
+ * Lists a family under its account until ARGV[2] (never earlier than it was), drops the
+ * families listed until a time now past, and keeps the set alive as long as its latest one.
  */
 const INDEX_FAMILY = `
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
@@ -142,9 +142,10 @@ class RedisFamilyRecords implements RefreshFamilyRecords {
   }
 
   /**
-   * The account is listed in the same batch, sent first, when the family would outlive its
-   * listing: were only the record to land, the write failed and nothing was answered, and
-   * the client's retry lists the family again.
+   * When the family would outlive its listing, the account lists it for longer first, and
+   * the record, which notes until when, is written only once that counts: a listing lost
+   * (another shard of a Cluster, down or failing over) fails the write before the record
+   * says the family is listed, so the client's retry lists it again.
    */
   async write(
     record: RefreshFamilyRecord,
@@ -156,11 +157,13 @@ class RedisFamilyRecords implements RefreshFamilyRecords {
       record.revoked || listed >= expiresAt
         ? listed
         : Math.ceil(expiresAt + Math.max(0, expiresAt - this.#now()) * LISTING_SLACK);
+    if (listedUntil > listed) await this.#index(accountKind, subject, familyId, listedUntil);
     const stored = this.#stored(record, listedUntil);
-    const [, written] = await Promise.all([
-      listedUntil > listed ? this.#index(accountKind, subject, familyId, listedUntil) : undefined,
-      this.#writes.run(SCRIPTS.compareAndSet, this.#familyKeys(familyId), this.#casArgs(stored, base, true)),
-    ]);
+    const written = await this.#writes.run(
+      SCRIPTS.compareAndSet,
+      this.#familyKeys(familyId),
+      this.#casArgs(stored, base, true),
+    );
     if (written === 1 && record.revoked)
       await this.#redis.zrem(this.#subjectKey(accountKind, subject), familyId);
     return written === 1 ? stored : undefined;
@@ -227,11 +230,11 @@ class RedisFamilyRecords implements RefreshFamilyRecords {
     ];
   }
 
-  async #index(kind: AccountKind, subject: string, familyId: string, expiresAt: number): Promise<void> {
+  async #index(kind: AccountKind, subject: string, familyId: string, listedUntil: number): Promise<void> {
     await this.#writes.run(
       SCRIPTS.indexFamily,
       [this.#subjectKey(kind, subject)],
-      [familyId, expiresAt, this.#now()],
+      [familyId, listedUntil, this.#now()],
     );
   }
 
