@@ -7,7 +7,7 @@ import type { ClientStore, OAuthClient } from '../oauth/model.ts';
 const GUEST: Caller = Object.freeze({ role: 'guest' });
 
 /**
- * Turns the `Authorization` header into an identity. No header: guest. A bearer token must
+ * Turns the `Authorization` header into the caller. No header: a guest. A bearer token must
  * verify, the client it was issued to must still be registered, and its session must still
  * be valid: a deleted client, a deleted or deactivated account is refused at once, even while
  * its token has not expired, and so is a token issued before the account's sessions ended (a

@@ -42,7 +42,7 @@ interface Entry {
 
 /**
  * The HTTP pipeline, in order. polka matches the route; then, for that route:
- * body parsing → authentication (identity or guest) → permission check (role vs the route's
+ * body parsing → authentication (the caller, or a guest) → permission check (role vs the route's
  * permission) → body validation → handler → the response with the route's headers and CORS,
  * with every failure turned into problem+json in one place.
  */
@@ -108,11 +108,11 @@ export function createRequestHandler(
           route.upload || !carriesBody(req)
             ? undefined
             : await parseBody(req, options.bodyLimit, route.bodyMediaTypes);
-        const identity =
+        const caller =
           route.permission === 'public'
             ? { role: 'guest' as const }
             : await options.authenticate(req.headers.authorization);
-        requirePermission(identity, route.permission);
+        requirePermission(caller, route.permission);
         const query = new URLSearchParams(req.search);
         queryValidator?.check(searchParamsObject(query));
         const reply = await route.handler(
@@ -122,7 +122,7 @@ export function createRequestHandler(
             params: parameters(req.path),
             query,
             body: validator ? validator.check(body) : body,
-            identity,
+            caller,
             remoteAddress: req.socket.remoteAddress ?? '',
           },
           options.services,

@@ -21,7 +21,8 @@ export interface RequestContext<Body = unknown> {
   query: URLSearchParams;
   /** The parsed body, already validated against the route's schema unless the handler checks it. */
   body: Body;
-  identity: Caller;
+  /** Who sent the request: an account, a client, or a guest (no `Authorization`). */
+  caller: Caller;
   /** The socket peer address (before any proxy header is considered). */
   remoteAddress: string;
 }

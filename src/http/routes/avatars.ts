@@ -90,8 +90,7 @@ function avatarRoutes(options: {
         },
         ...problems(401, 403, 404, 503),
       },
-      handler: async (context, { avatars }) =>
-        imageReply(await avatars.view(context.identity, owner(context))),
+      handler: async (context, { avatars }) => imageReply(await avatars.view(context.caller, owner(context))),
     }),
     defineRoute({
       ...common,
@@ -111,7 +110,7 @@ function avatarRoutes(options: {
             maxBytes: avatars.limits.bytes,
             rawTypes: AVATAR_MEDIA_TYPES,
           });
-        await avatars.replace(context.identity, owner(context), read);
+        await avatars.replace(context.caller, owner(context), read);
         return { status: 204 };
       },
     }),
@@ -125,7 +124,7 @@ function avatarRoutes(options: {
         ...problems(401, 403, ...unknownTarget, 503),
       },
       async handler(context, { avatars }) {
-        await avatars.remove(context.identity, owner(context));
+        await avatars.remove(context.caller, owner(context));
         return { status: 204 };
       },
     }),

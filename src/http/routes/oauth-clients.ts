@@ -82,8 +82,8 @@ export const oauthClientRoutes: readonly AnyRoute[] = [
       200: { description: 'Every client', schema: OAuthClientCollection, contentType: HAL_JSON },
       ...problems(401, 403, 503),
     },
-    async handler({ identity }, { oauthClients }) {
-      const clients = await oauthClients.list(identity);
+    async handler({ caller }, { oauthClients }) {
+      const clients = await oauthClients.list(caller);
       const body = halResource(
         {
           _embedded: { 'oauth-clients': clients.map((client) => clientResource({ client })) },
@@ -105,8 +105,8 @@ export const oauthClientRoutes: readonly AnyRoute[] = [
       201: { description: 'The client; Location names it', ...CLIENT, headers: LOCATION },
       ...problems(400, 401, 403, 409, 413, 415, 503),
     },
-    async handler({ identity, body }, { oauthClients }) {
-      const created = await oauthClients.create(identity, body);
+    async handler({ caller, body }, { oauthClients }) {
+      const created = await oauthClients.create(caller, body);
       const reply = clientReply(created, 201);
       return {
         ...reply,
@@ -121,8 +121,8 @@ export const oauthClientRoutes: readonly AnyRoute[] = [
     name: 'oauth-client::view',
     summary: 'Read an OAuth client (superuser only)',
     responses: { 200: { description: 'The client', ...CLIENT }, ...problems(401, 403, 404, 503) },
-    handler: async ({ identity, params }, { oauthClients }) =>
-      clientReply({ client: await oauthClients.view(identity, params.name ?? '') }),
+    handler: async ({ caller, params }, { oauthClients }) =>
+      clientReply({ client: await oauthClients.view(caller, params.name ?? '') }),
   }),
   defineRoute({
     ...facts,
@@ -136,8 +136,8 @@ export const oauthClientRoutes: readonly AnyRoute[] = [
       200: { description: 'The client; with `rotateSecret`, its new secret', ...CLIENT },
       ...problems(400, 401, 403, 404, 409, 413, 415, 503),
     },
-    handler: async ({ identity, params, body }, { oauthClients }) =>
-      clientReply(await oauthClients.update(identity, params.name ?? '', body)),
+    handler: async ({ caller, params, body }, { oauthClients }) =>
+      clientReply(await oauthClients.update(caller, params.name ?? '', body)),
   }),
   defineRoute({
     ...facts,
@@ -146,8 +146,8 @@ export const oauthClientRoutes: readonly AnyRoute[] = [
     name: 'oauth-client::delete',
     summary: 'Delete an OAuth client (superuser only); its refresh tokens and codes are refused from then on',
     responses: { 204: { description: 'Deleted' }, ...problems(401, 403, 404, 409, 503) },
-    async handler({ identity, params }, { oauthClients }) {
-      await oauthClients.remove(identity, params.name ?? '');
+    async handler({ caller, params }, { oauthClients }) {
+      await oauthClients.remove(caller, params.name ?? '');
       return { status: 204 };
     },
   }),

@@ -140,7 +140,7 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
         method: 'GET',
         path: `${base}/my-account`,
         responses: { 200: { description: 'The account', ...ACCOUNT }, ...problems(401, 403, 503) },
-        handler: ({ identity }, { accounts }) => accountReply(accounts[kind].viewOwn(identity), kind),
+        handler: ({ caller }, { accounts }) => accountReply(accounts[kind].viewOwn(caller), kind),
       }),
     'update-own': (facts) =>
       defineRoute({
@@ -152,8 +152,8 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
           200: { description: 'The updated account', ...ACCOUNT },
           ...problems(400, 401, 403, 413, 415, 503),
         },
-        handler: async ({ identity, body }, { accounts }) =>
-          accountReply(await accounts[kind].updateOwn(identity, body), kind),
+        handler: async ({ caller, body }, { accounts }) =>
+          accountReply(await accounts[kind].updateOwn(caller, body), kind),
       }),
     'delete-own': (facts) =>
       defineRoute({
@@ -162,8 +162,8 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
         path: `${base}/my-account`,
         body: CurrentPasswordBody,
         responses: { 204: { description: 'Deleted' }, ...problems(400, 401, 403, 413, 415, 503) },
-        async handler({ identity, body }, { accounts }) {
-          await accounts[kind].removeOwn(identity, body);
+        async handler({ caller, body }, { accounts }) {
+          await accounts[kind].removeOwn(caller, body);
           return { status: 204 };
         },
       }),
@@ -177,8 +177,8 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
           202: { description: 'Mailed: nothing changes until the link is used', schema: MessageSchema },
           ...problems(400, 401, 403, 413, 415, 503),
         },
-        async handler({ identity, body }, { accountFlows }) {
-          await accountFlows.requestIdentityChange(identity, body);
+        async handler({ caller, body }, { accountFlows }) {
+          await accountFlows.requestIdentityChange(caller, body);
           return { status: 202, body: { message: IDENTITY_CHANGE_REQUESTED } };
         },
       }),
@@ -196,11 +196,8 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
           },
           ...problems(400, 401, 403, 503),
         },
-        async handler({ identity, query }, { accounts }) {
-          const { items, total, page, limit } = await accounts[kind].list(
-            identity,
-            searchParamsObject(query),
-          );
+        async handler({ caller, query }, { accounts }) {
+          const { items, total, page, limit } = await accounts[kind].list(caller, searchParamsObject(query));
           const body = halCollection({
             rel: tag,
             items: items.map((account) => accountResource(account, kind)),
@@ -223,8 +220,8 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
           201: { description: 'The account; Location names it', ...ACCOUNT, headers: LOCATION },
           ...problems(400, 401, 403, 409, 413, 415, 503),
         },
-        handler: async ({ identity, body }, { accounts }) =>
-          createdReply(await accounts[kind].create(identity, body), kind),
+        handler: async ({ caller, body }, { accounts }) =>
+          createdReply(await accounts[kind].create(caller, body), kind),
       }),
     view: (facts) =>
       defineRoute({
@@ -232,8 +229,8 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
         method: 'GET',
         path: `${base}/:id`,
         responses: { 200: { description: 'The account', ...ACCOUNT }, ...problems(401, 403, 404, 503) },
-        handler: async ({ identity, params }, { accounts }) =>
-          accountReply(await accounts[kind].view(identity, params.id ?? ''), kind),
+        handler: async ({ caller, params }, { accounts }) =>
+          accountReply(await accounts[kind].view(caller, params.id ?? ''), kind),
       }),
     update: (facts) =>
       defineRoute({
@@ -245,8 +242,8 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
           200: { description: 'The updated account', ...ACCOUNT },
           ...problems(400, 401, 403, 404, 409, 413, 415, 503),
         },
-        handler: async ({ identity, params, body }, { accounts }) =>
-          accountReply(await accounts[kind].update(identity, params.id ?? '', body), kind),
+        handler: async ({ caller, params, body }, { accounts }) =>
+          accountReply(await accounts[kind].update(caller, params.id ?? '', body), kind),
       }),
     delete: (facts) =>
       defineRoute({
@@ -257,8 +254,8 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
           204: { description: 'Deleted' },
           ...problems(401, 403, 404, ...(resource.deleteConflicts ? [409] : []), 503),
         },
-        async handler({ identity, params }, { accounts }) {
-          await accounts[kind].remove(identity, params.id ?? '');
+        async handler({ caller, params }, { accounts }) {
+          await accounts[kind].remove(caller, params.id ?? '');
           return { status: 204 };
         },
       }),
@@ -271,8 +268,8 @@ function accountResourceRoutes(resource: AccountResource): AnyRoute[] {
           200: { description: 'The active account', ...ACCOUNT },
           ...problems(401, 403, 404, 503),
         },
-        handler: async ({ identity, params }, { accounts }) =>
-          accountReply(await accounts[kind].activate(identity, params.id ?? ''), kind),
+        handler: async ({ caller, params }, { accounts }) =>
+          accountReply(await accounts[kind].activate(caller, params.id ?? ''), kind),
       }),
   };
   return ACCOUNT_OPERATIONS.flatMap((operation) => {
