@@ -48,7 +48,7 @@ export type AccountManagement = ReturnType<typeof createAccountManagement>;
 
 /**
  * What is done with the accounts of one store (users or admins), by whom. Every operation
- * takes the acting identity and the raw id it was given, and refuses by itself: 401/403 by
+ * takes the caller and the raw id it was given, and refuses by itself: 401/403 by
  * the rules of permissions.ts, 404 for an id that names no account, 409, 400. Every change is
  * written through the sessions module, which ends the account's sessions when the change
  * calls for it.

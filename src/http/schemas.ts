@@ -95,7 +95,7 @@ export function problems(...statuses: number[]): Record<number, ResponseSpec> {
   const descriptions: Record<number, string> = {
     400: 'Malformed request or failed validation',
     401: 'Missing, invalid or expired credentials',
-    403: 'The identity may not do this',
+    403: 'The caller may not do this',
     404: 'No such resource',
     409: 'Conflicts with an existing resource',
     413: 'Request body too large',

@@ -544,6 +544,7 @@ for (const { label, url: redisUrl } of redisTargets())
       const far = { ...g, expiresAt: clock + 200 * SECOND };
       await assert.rejects(store.rotate(far, t, { generation: 1, mac: mac() }), /the listing was lost/);
       assert.equal((await inspect(store, t)).state, 'current', 'nothing was rotated');
+      assert.equal(Number(await redis.zscore(subjectKey, g.familyId)), clock + 90 * SECOND);
       listingFails = false;
       await rotated(store, g, t, { expiresAt: clock + 200 * SECOND });
       assert.equal(Number(await redis.zscore(subjectKey, g.familyId)), clock + 225 * SECOND);

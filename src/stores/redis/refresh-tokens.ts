@@ -153,10 +153,8 @@ class RedisFamilyRecords implements RefreshFamilyRecords {
   ): Promise<VersionedFamilyRecord | undefined> {
     const { familyId, accountKind, subject, expiresAt } = record.family;
     const listed = base?.listedUntil ?? 0;
-    const listedUntil =
-      record.revoked || listed >= expiresAt
-        ? listed
-        : Math.ceil(expiresAt + Math.max(0, expiresAt - this.#now()) * LISTING_SLACK);
+    // A revoked family is unlisted below, and its record says so.
+    const listedUntil = record.revoked ? 0 : this.#listingFor(expiresAt, listed);
     if (listedUntil > listed) await this.#index(accountKind, subject, familyId, listedUntil);
     const stored = this.#stored(record, listedUntil);
     const written = await this.#writes.run(
@@ -185,6 +183,12 @@ class RedisFamilyRecords implements RefreshFamilyRecords {
 
   familiesOf(accountKind: AccountKind, subject: string): Promise<string[]> {
     return this.#redis.zrange(this.#subjectKey(accountKind, subject), '0', '-1');
+  }
+
+  /** Until when the account must list a family that expires at `expiresAt`: as listed, or longer. */
+  #listingFor(expiresAt: number, listed: number): number {
+    if (listed >= expiresAt) return listed;
+    return Math.ceil(expiresAt + Math.max(0, expiresAt - this.#now()) * LISTING_SLACK);
   }
 
   /** The record as it is to be stored: under a new version, listed until `listedUntil`. */
