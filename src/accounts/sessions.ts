@@ -1,4 +1,5 @@
 import { hash, randomBytes } from 'node:crypto';
+import { BoundedMap } from '../bounded-map.ts';
 import type { Account, AccountChanges, AccountKind, AccountStore } from './model.ts';
 import { identityKey } from './model.ts';
 import type { PasswordHasher } from './password-hasher.ts';
@@ -22,7 +23,6 @@ export function credentialStamp(account: Pick<Account, 'passwordHash' | 'session
   const known = stamps.get(input);
   if (known !== undefined) return known;
   const stamp = hash('sha256', input, 'base64url').slice(0, 22);
-  if (stamps.size >= STAMPS_KEPT) stamps.delete(stamps.keys().next().value ?? '');
   stamps.set(input, stamp);
   return stamp;
 }
@@ -32,8 +32,7 @@ export function credentialStamp(account: Pick<Account, 'passwordHash' | 'session
  * for its account's stamp, and a digest costs several times a lookup; the input is what the
  * account store already holds (a password hash, never a password, and the session key).
  */
-const stamps = new Map<string, string>();
-const STAMPS_KEPT = 10_000;
+const stamps = new BoundedMap<string, string>(10_000);
 
 /**
  * Whether writing `changes` ends every session of the account: a new password, another

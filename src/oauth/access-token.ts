@@ -2,6 +2,7 @@ import { constants, type KeyObject, randomUUID, sign } from 'node:crypto';
 import { errors, jwtVerify } from 'jose';
 import type { AccountKind } from '../accounts/model.ts';
 import { isCanonicalBase64url } from '../base64url.ts';
+import { BoundedMap } from '../bounded-map.ts';
 import { InvalidToken } from '../errors.ts';
 
 /** How many verified access tokens a process remembers (about 1 KB each). */
@@ -82,10 +83,10 @@ export function createAccessTokenService(options: {
    * 900-character token of each request cost more than a microsecond, twenty times the
    * lookup by its tail. A token that only shares the tail is not the entry's, and is verified.
    */
-  const verified = new Map<
+  const verified = new BoundedMap<
     string,
     { token: string; claims: VerifiedAccessToken; kid: string; expiresAtMs: number }
-  >();
+  >(VERIFIED_TOKENS_KEPT);
 
   /**
    * An RFC 9068 JWT: the JWS Compact Serialization (RFC 7515 §7.1) of the claims, signed with
@@ -173,7 +174,6 @@ export function createAccessTokenService(options: {
       ...(typeof cst === 'string' ? { credentialStamp: cst } : {}),
     });
     if (typeof exp === 'number') {
-      if (verified.size >= VERIFIED_TOKENS_KEPT) verified.delete(verified.keys().next().value ?? '');
       verified.set(key, { token, claims, kid, expiresAtMs: exp * 1000 });
     }
     return claims;
