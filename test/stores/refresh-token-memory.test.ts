@@ -83,7 +83,8 @@ describe('Redis memory per refresh-token session', {
           scope: 'api',
           credentialStamp: randomBytes(16).toString('base64url'),
         });
-      // Load the scripts first: their cache is the server's, not any session's.
+      // Run each command once first: the script cache, and the latency histogram Redis keeps
+      // for each command from its first call, are the server's, not any session's.
       await refresh(service, String(await login()));
       await redis.flushall();
       const before = await usedMemory(redis);
