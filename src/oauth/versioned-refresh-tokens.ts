@@ -59,6 +59,8 @@ export class VersionedRefreshTokenStore implements RefreshTokenStore {
   readonly #now: () => number;
   /** What `inspect` read, by the presented token it read it for, until `rotate` takes it. */
   readonly #inspected = new WeakMap<RefreshTokenGeneration, VersionedFamilyRecord | null>();
+  /** The end of an answer's wait still being written, by family (see `rotate`). */
+  readonly #settling = new Map<string, Promise<void>>();
 
   constructor(records: RefreshFamilyRecords, now: () => number = Date.now) {
     this.#records = records;
@@ -73,6 +75,7 @@ export class VersionedRefreshTokenStore implements RefreshTokenStore {
   }
 
   async inspect(familyId: string, presented: RefreshTokenGeneration): Promise<RefreshTokenState> {
+    await this.#landed(familyId);
     const read = await this.#records.read(familyId);
     this.#inspected.set(presented, read);
     return presentedState(read?.record ?? null, presented, this.#now());
@@ -81,7 +84,10 @@ export class VersionedRefreshTokenStore implements RefreshTokenStore {
   /**
    * Behind replicas (`records.acknowledged`) the answer is marked on the retry record while
    * it waits for them, and its window starts once they confirm it, or once it fails after
-   * an earlier answer went out (`settleAnswer`).
+   * an earlier answer went out (`settleAnswer`). A confirmed answer goes out without waiting
+   * for that last write, which travels with the next batch of writes (`amend`): until it
+   * lands the mark keeps the window open, as it did while the replicas were asked. This
+   * process reads the family only once it has landed, so it sees its own writes in order.
    */
   async rotate(
     family: RefreshTokenFamily,
@@ -103,6 +109,7 @@ export class VersionedRefreshTokenStore implements RefreshTokenStore {
         : undefined;
     const inspected = this.#inspected.get(presented);
     this.#inspected.delete(presented);
+    if (inspected === undefined) await this.#landed(family.familyId);
     let settled: Settled<RefreshTokenRotation>;
     try {
       settled = await this.#settleWrite(
@@ -138,8 +145,25 @@ export class VersionedRefreshTokenStore implements RefreshTokenStore {
     }
     const { answer } = settled;
     if (answer.state === 'rotated' || answer.state === 'retry')
-      await this.#settleAnswer(family.familyId, outcome(true), settled.written);
+      this.#settleLater(family.familyId, outcome(true), settled.written);
     return answer;
+  }
+
+  /** Ends an answer's wait without holding the answer up; the family's next read waits for it. */
+  #settleLater(familyId: string, outcome: AnswerOutcome | undefined, written?: VersionedFamilyRecord): void {
+    if (!outcome) return;
+    const earlier = this.#settling.get(familyId);
+    const settling = (earlier ?? Promise.resolve())
+      .then(() => this.#settleAnswer(familyId, outcome, written))
+      .finally(() => {
+        if (this.#settling.get(familyId) === settling) this.#settling.delete(familyId);
+      });
+    this.#settling.set(familyId, settling);
+  }
+
+  /** Once this process's own write that ends an answer's wait for the family has landed. */
+  async #landed(familyId: string): Promise<void> {
+    await this.#settling.get(familyId);
   }
 
   async revokeFamily(familyId: string): Promise<void> {
@@ -182,6 +206,7 @@ export class VersionedRefreshTokenStore implements RefreshTokenStore {
     familyId: string,
     decide: (read: VersionedFamilyRecord | null) => Decision<T>,
   ): Promise<T> {
+    await this.#landed(familyId);
     return (await this.#settleWrite(familyId, decide)).answer;
   }
 

@@ -529,13 +529,11 @@ for (const { label, url: redisUrl } of redisTargets())
 
     test('a listing that fails fails its rotation before the record says the family is listed', async () => {
       let listingFails = false;
-      const writes: ScriptWrites = {
-        acknowledged: false,
-        run: (s, keys, args) =>
-          listingFails && keys[0]?.startsWith(`${prefix}s:`)
-            ? Promise.reject(new Error('the listing was lost'))
-            : runScript(redis, s, keys, args),
-      };
+      const run: ScriptWrites['run'] = (s, keys, args) =>
+        listingFails && keys[0]?.startsWith(`${prefix}s:`)
+          ? Promise.reject(new Error('the listing was lost'))
+          : runScript(redis, s, keys, args);
+      const writes: ScriptWrites = { acknowledged: false, run, runLater: run };
       const store = new RedisRefreshTokenStore(redis, { prefix, now, writes });
       const g = grant({ expiresAt: clock + 80 * SECOND });
       const t = await issue(store, g);
@@ -626,17 +624,27 @@ for (const { label, url: redisUrl } of redisTargets())
       let held: Held[];
       /** Whether the next write of a family's record is held: a rotation's, never a sign-in's. */
       let holding = false;
+      /** Writes that end an answer's wait, held until the test releases them, while `holdingLater`. */
+      let later: (() => void)[];
+      let holdingLater = false;
       let store: RedisRefreshTokenStore;
       const WINDOW = 60 * SECOND;
       const LIMIT = MAX_REFRESH_TOKEN_RETRY_SECONDS * SECOND;
 
       beforeEach(() => {
         held = [];
+        later = [];
+        holdingLater = false;
         // As acknowledgedWrites: each write runs at once and counts once confirmed. The
         // account index is confirmed at once; a rotation's write of the family's two keys
-        // when the test says.
+        // when the test says; the write that ends an answer's wait, which nothing waits for, at
+        // once, or once the test releases it.
         const writes: ScriptWrites = {
           acknowledged: true,
+          runLater: async (s, keys, args) => {
+            if (holdingLater) await new Promise<void>((release) => later.push(release));
+            return runScript(redis, s, keys, args);
+          },
           async run(s, keys, args) {
             const reply = await runScript(redis, s, keys, args);
             if (keys.length !== 2 || !holding) return reply;
@@ -669,6 +677,27 @@ for (const { label, url: redisUrl } of redisTargets())
         assert.equal((await result).state, 'rotated');
         return { g, t };
       }
+
+      test("a confirmed answer does not wait for the write that starts its window; this process's next read of the family does", async () => {
+        const g = grant({ expiresAt: clock + 2 * 86_400 * SECOND });
+        const t = await issue(store, g);
+        holdingLater = true;
+        const { result, answer } = await heldRotation(g, t);
+        answer.confirm();
+        assert.equal((await result).state, 'rotated', 'answered with the write that starts the window held');
+        assert.equal(later.length, 1);
+        let read = false;
+        const state = inspect(store, t).then((found) => {
+          read = true;
+          return found.state;
+        });
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        assert.equal(read, false, 'the read waits for the write that starts the window');
+        for (const release of later) release();
+        assert.equal(await state, 'retry');
+        clock += WINDOW + SECOND;
+        assert.equal((await inspect(store, t)).state, 'reused', 'the window started: the mark is gone');
+      });
 
       test('a retry that fails after the rotation was answered leaves the window running from then, not open for good', async () => {
         const { g, t } = await answeredRotation();

@@ -10,11 +10,19 @@ export interface ScriptWrites {
   readonly acknowledged: boolean;
   /** Runs a write script; resolves with its reply once the write counts. */
   run(s: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
+  /**
+   * Runs a write that no answer waits for, as `run`, but when it suits the connection: behind
+   * replicas, with the next batch that goes out anyway, so that it costs no round trip and no
+   * `WAIT` of its own under load.
+   */
+  runLater(s: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
 }
 
 /** Writes that count once the server has run them: no replica is waited for. */
 export function immediateWrites(redis: RedisClient): ScriptWrites {
-  return { acknowledged: false, run: (s, keys, args) => runScript(redis, s, keys, args) };
+  const run = (s: Script, keys: readonly string[], args: readonly (string | number)[]) =>
+    runScript(redis, s, keys, args);
+  return { acknowledged: false, run, runLater: run };
 }
 
 interface PendingWrite {
@@ -35,6 +43,12 @@ interface PendingWrite {
  * which the command timeout of its connection allows for (redis/connect.ts).
  */
 const BATCHES_OUT = 2;
+
+/**
+ * How long a write that no answer waits for (`runLater`) waits for a batch to go out with
+ * before it goes alone: under load one goes out within a few milliseconds.
+ */
+const RIDE_ALONG_MS = 10;
 
 /**
  * How often a primary known to lack replicas is asked again; the first answer that counts
@@ -78,7 +92,7 @@ export function acknowledgedWrites(
   timeoutMs: number,
   log: (message: string) => void = () => {},
 ): ScriptWrites {
-  const batchers = new Map<string, (write: PendingWrite) => void>();
+  const batchers = new Map<string, (write: PendingWrite, later: boolean) => void>();
   const batcherFor = (key: string, primary: Primary) => {
     let batcher = batchers.get(key);
     if (!batcher) {
@@ -93,21 +107,20 @@ export function acknowledgedWrites(
     }
     return batcher;
   };
-  return {
-    acknowledged: true,
-    run(s, keys, args) {
-      return new Promise((resolve, reject) => {
-        const write = { s, keys, args, asText: false, resolve, reject };
-        if (!(redis instanceof Cluster)) return batcherFor('', singlePrimary(redis))(write);
+  const write =
+    (later: boolean) =>
+    (s: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> =>
+      new Promise((resolve, reject) => {
+        const pending = { s, keys, args, asText: false, resolve, reject };
+        if (!(redis instanceof Cluster)) return batcherFor('', singlePrimary(redis))(pending, later);
         const owner = clusterPrimary(redis, keys[0] ?? '');
         if (!owner) {
           redis.refreshSlotsCache();
           return reject(new Error('CLUSTERDOWN no primary known for the slot of the change'));
         }
-        batcherFor(owner.key, owner.primary)(write);
+        batcherFor(owner.key, owner.primary)(pending, later);
       });
-    },
-  };
+  return { acknowledged: true, run: write(false), runLater: write(true) };
 }
 
 function singlePrimary(redis: Redis): Primary {
@@ -155,8 +168,11 @@ function batchWrites(
   replicas: number,
   timeoutMs: number,
   refusing: (able: number) => void,
-): (write: PendingWrite) => void {
+): (write: PendingWrite, later: boolean) => void {
   let queue: PendingWrite[] = [];
+  /** Writes that go with the next batch (`runLater`), or alone once `RIDE_ALONG_MS` has passed. */
+  let riders: PendingWrite[] = [];
+  let ridersDue: NodeJS.Timeout | undefined;
   let out = 0;
   let scheduled = false;
   let short = false;
@@ -177,8 +193,11 @@ function batchWrites(
   }
 
   async function sendBatch(): Promise<void> {
-    const batch = queue;
+    const batch = riders.length === 0 ? queue : [...queue, ...riders];
     queue = [];
+    riders = [];
+    clearTimeout(ridersDue);
+    ridersDue = undefined;
     const pipeline = primary.pipeline();
     for (const { s, keys, args, asText } of batch) {
       if (asText) pipeline.eval(s.lua, keys.length, ...keys, ...args);
@@ -222,7 +241,16 @@ function batchWrites(
     }
   }
 
-  return (write) => {
+  /** Sends the riders alone: no batch took them in time. */
+  function sendRiders(): void {
+    ridersDue = undefined;
+    if (riders.length === 0) return;
+    queue.push(...riders);
+    riders = [];
+    schedule();
+  }
+
+  return (write, later) => {
     if (short) {
       write.reject(
         Object.assign(new NotReplicated('Redis'), {
@@ -231,8 +259,13 @@ function batchWrites(
       );
       return;
     }
-    queue.push(write);
-    schedule();
+    if (!later) {
+      queue.push(write);
+      schedule();
+      return;
+    }
+    riders.push(write);
+    ridersDue ??= setTimeout(sendRiders, RIDE_ALONG_MS).unref();
   };
 }
 
