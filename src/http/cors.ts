@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { applyHeaders, type HeaderSet } from './headers.ts';
+import { addVary, applyHeaders, type HeaderSet, varyOf, withVaryField } from './headers.ts';
 
 export interface CorsPolicy {
   origins: readonly string[] | '*';
@@ -66,20 +66,7 @@ export function answerPreflight(
 function allowedOrigin(req: IncomingMessage, res: ServerResponse, policy: CorsPolicy): string | undefined {
   if (policy.origins === '*') return '*';
   if (policy.origins.length === 0) return undefined;
-  res.setHeader('Vary', withVaryField(varyOf(res), 'Origin'));
+  addVary(res, 'Origin');
   const origin = req.headers.origin;
   return origin !== undefined && policy.origins.includes(origin) ? origin : undefined;
-}
-
-function varyOf(res: ServerResponse): string | undefined {
-  const current = res.getHeader('Vary');
-  if (current === undefined) return undefined;
-  return Array.isArray(current) ? current.join(', ') : String(current);
-}
-
-/** `vary` with `field` added, keeping what configured headers put there. */
-function withVaryField(vary: string | undefined, field: string): string {
-  if (vary === undefined || vary === '') return field;
-  const fields = vary.split(',').map((name) => name.trim().toLowerCase());
-  return fields.includes('*') || fields.includes(field.toLowerCase()) ? vary : `${vary}, ${field}`;
 }

@@ -36,3 +36,30 @@ export function headersForRoute(
 export function applyHeaders(res: ServerResponse, headers: HeaderSet): void {
   for (const [name, value] of headers) res.setHeader(name, value);
 }
+
+/** The response's `Vary` so far, as one value. */
+export function varyOf(res: ServerResponse): string | undefined {
+  const current = res.getHeader('Vary');
+  if (current === undefined) return undefined;
+  return Array.isArray(current) ? current.join(', ') : String(current);
+}
+
+/** `vary` with `field` added, keeping what configured headers put there. */
+export function withVaryField(vary: string | undefined, field: string): string {
+  if (vary === undefined || vary === '') return field;
+  const fields = vary.split(',').map((name) => name.trim().toLowerCase());
+  return fields.includes('*') || fields.includes(field.toLowerCase()) ? vary : `${vary}, ${field}`;
+}
+
+/** Says the response varies by the request header `field` too. */
+export function addVary(res: ServerResponse, field: string): void {
+  res.setHeader('Vary', withVaryField(varyOf(res), field));
+}
+
+/** `headers` with `field` added to their `Vary`, or a `Vary` of it. */
+export function withVary(headers: HeaderSet, field: string): HeaderSet {
+  const vary = headers.find(([name]) => name.toLowerCase() === 'vary');
+  return vary
+    ? headers.map(([name, value]) => (name === vary[0] ? [name, withVaryField(value, field)] : [name, value]))
+    : [...headers, ['Vary', field]];
+}

@@ -5,7 +5,14 @@ import { BadRequest, MethodNotAllowed, NotFound, Problem } from '../errors.ts';
 import { compileValidator } from '../validation.ts';
 import { parseBody, searchParamsObject } from './body.ts';
 import { answerPreflight, applyCors, type CorsPolicy, corsHeaders } from './cors.ts';
-import { applyHeaders, type Deprecation, type HeaderSet, headersForRoute } from './headers.ts';
+import {
+  addVary,
+  applyHeaders,
+  type Deprecation,
+  type HeaderSet,
+  headersForRoute,
+  withVary,
+} from './headers.ts';
 import { asksForPage } from './negotiation.ts';
 import { writeProblem } from './problem.ts';
 import type { AnyRoute, Reply, Services } from './route.ts';
@@ -50,6 +57,12 @@ export function createRequestHandler(
   options: PipelineOptions,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const defaultHeaders = headersForRoute(undefined, options.responseHeaders, undefined);
+  // A path with a page beside its API answers a GET by its Accept (negotiation.ts): every
+  // answer there says so, the page's, the API's and a 405's alike, or a cache could hand one
+  // to the other (RFC 9110 §12.5.5).
+  const negotiated = new Set(
+    options.routes.filter((route) => route.forBrowsers && route.method === 'GET').map(({ path }) => path),
+  );
   const app = polka<Request>({
     onNoMatch: (req, res) => answerUnmatched(req, res),
     onError: (error, req, res) => {
@@ -89,7 +102,8 @@ export function createRequestHandler(
     route: AnyRoute,
     compiled: Compiled,
   ): (req: Request, res: ServerResponse) => Promise<void> {
-    const headers = headersForRoute(route.name, options.responseHeaders, options.deprecations[route.name]);
+    const configured = headersForRoute(route.name, options.responseHeaders, options.deprecations[route.name]);
+    const headers = negotiated.has(route.path) ? withVary(configured, 'Accept') : configured;
     const cors = corsFor([route]);
     const written = routeHeaders(headers, cors);
     const checked = route.checkedBy !== 'handler';
@@ -180,9 +194,9 @@ export function createRequestHandler(
   /** No route for this method and path: a CORS preflight, 405 with `Allow`, or 404. */
   function answerUnmatched(req: Request, res: ServerResponse): void {
     applyHeaders(res, defaultHeaders);
-    const routes = routesOfPath(req.path)
-      .map(({ route }) => route)
-      .filter((route) => admits(route, req, route.method));
+    const ofPath = routesOfPath(req.path).map(({ route }) => route);
+    if (ofPath.some(({ path }) => negotiated.has(path))) addVary(res, 'Accept');
+    const routes = ofPath.filter((route) => admits(route, req, route.method));
     const allowed = [
       ...new Set(routes.flatMap(({ method }) => (method === 'GET' ? ['GET', 'HEAD'] : [method]))),
     ];

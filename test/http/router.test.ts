@@ -310,6 +310,44 @@ describe('HTTP routing', () => {
     });
   });
 
+  describe('a path with a page beside its API answers by Accept, and every answer there says so', () => {
+    const page = (path: string, name: string) =>
+      defineRoute({ ...route('GET', path, name, 'page'), forBrowsers: true });
+    withTable(
+      [
+        page('/links/:hash', 'link page'),
+        route('PATCH', '/links/:hash', 'link api'),
+        page('/both/:id', 'both page'),
+        route('GET', '/both/:id', 'both api'),
+        route('GET', '/plain/:id', 'plain'),
+      ],
+      (served) => {
+        const HTML = { Accept: 'text/html' };
+        const JSON_ONLY = { Accept: 'application/json', Origin: ORIGIN };
+        test('the page and the API of one path vary by Accept, with CORS’s Origin where it applies', async () => {
+          const pageAnswer = await served().send('GET', '/both/1', HTML);
+          assert.equal(pageAnswer.json.route, 'both page');
+          assert.equal(pageAnswer.headers.vary, 'Accept');
+          const apiAnswer = await served().send('GET', '/both/1', JSON_ONLY);
+          assert.equal(apiAnswer.json.route, 'both api');
+          assert.equal(apiAnswer.headers.vary, 'Accept, Origin');
+        });
+
+        test('so does a 405 where only the page answers a GET', async () => {
+          assert.equal((await served().send('GET', '/links/x', HTML)).headers.vary, 'Accept');
+          const refused = await served().send('GET', '/links/x', JSON_ONLY);
+          assert.equal(refused.status, 405);
+          assert.equal(refused.headers.vary, 'Accept, Origin');
+        });
+
+        test('a path without a page does not', async () => {
+          assert.equal((await served().send('GET', '/plain/1', JSON_ONLY)).headers.vary, 'Origin');
+          assert.equal((await served().send('GET', '/nowhere', JSON_ONLY)).headers.vary, 'Origin');
+        });
+      },
+    );
+  });
+
   describe('a failure of the route', () => {
     const failing = defineRoute({
       ...route('GET', '/broken', 'broken'),
