@@ -205,7 +205,7 @@ describe('refresh-token changes acknowledged by a Redis replica', {
     }
   });
 
-  test('a write that no answer waits for travels with the next change, or goes alone soon after', async () => {
+  test('a write that no answer waits for travels with the next change, or goes alone soon after, or at once on a flush', async () => {
     const primary = new Redis(`redis://127.0.0.1:${await setup.masterPort()}`);
     const writes = acknowledgedWrites(await open(), 1, 1000);
     const set = script("return redis.call('SET', KEYS[1], ARGV[1])");
@@ -229,6 +229,13 @@ describe('refresh-token changes acknowledged by a Redis replica', {
       assert.equal(await writes.runLater(set, [alone], ['alone']), 'OK');
       assert.equal(await primary.get(alone), 'alone');
       assert.equal((await waits()) - before, 1);
+
+      // Before its connection closes, the service flushes what waits for a batch.
+      const flushed = key('flushed');
+      const held = writes.runLater(set, [flushed], ['flushed']);
+      await writes.flush();
+      assert.equal(await primary.get(flushed), 'flushed', 'made by the time flush() resolves');
+      assert.equal(await held, 'OK');
     } finally {
       primary.disconnect();
     }

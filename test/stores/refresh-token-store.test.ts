@@ -533,7 +533,7 @@ for (const { label, url: redisUrl } of redisTargets())
         listingFails && keys[0]?.startsWith(`${prefix}s:`)
           ? Promise.reject(new Error('the listing was lost'))
           : runScript(redis, s, keys, args);
-      const writes: ScriptWrites = { acknowledged: false, run, runLater: run };
+      const writes: ScriptWrites = { acknowledged: false, run, runLater: run, flush: async () => {} };
       const store = new RedisRefreshTokenStore(redis, { prefix, now, writes });
       const g = grant({ expiresAt: clock + 80 * SECOND });
       const t = await issue(store, g);
@@ -641,6 +641,7 @@ for (const { label, url: redisUrl } of redisTargets())
         // once, or once the test releases it.
         const writes: ScriptWrites = {
           acknowledged: true,
+          flush: async () => {},
           runLater: async (s, keys, args) => {
             if (holdingLater) await new Promise<void>((release) => later.push(release));
             return runScript(redis, s, keys, args);

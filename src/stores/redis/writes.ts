@@ -16,13 +16,15 @@ export interface ScriptWrites {
    * `WAIT` of its own under load.
    */
   runLater(s: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
+  /** Sends what `runLater` still holds and waits for every write out: before the connection closes. */
+  flush(): Promise<void>;
 }
 
 /** Writes that count once the server has run them: no replica is waited for. */
 export function immediateWrites(redis: RedisClient): ScriptWrites {
   const run = (s: Script, keys: readonly string[], args: readonly (string | number)[]) =>
     runScript(redis, s, keys, args);
-  return { acknowledged: false, run, runLater: run };
+  return { acknowledged: false, run, runLater: run, flush: async () => {} };
 }
 
 interface PendingWrite {
@@ -49,6 +51,8 @@ const BATCHES_OUT = 2;
  * before it goes alone: under load one goes out within a few milliseconds.
  */
 const RIDE_ALONG_MS = 10;
+/** How often a flush looks whether the batches out have come back. */
+const FLUSH_POLL_MS = 2;
 
 /**
  * How often a primary known to lack replicas is asked again; the first answer that counts
@@ -92,7 +96,7 @@ export function acknowledgedWrites(
   timeoutMs: number,
   log: (message: string) => void = () => {},
 ): ScriptWrites {
-  const batchers = new Map<string, (write: PendingWrite, later: boolean) => void>();
+  const batchers = new Map<string, Batcher>();
   const batcherFor = (key: string, primary: Primary) => {
     let batcher = batchers.get(key);
     if (!batcher) {
@@ -112,15 +116,22 @@ export function acknowledgedWrites(
     (s: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> =>
       new Promise((resolve, reject) => {
         const pending = { s, keys, args, asText: false, resolve, reject };
-        if (!(redis instanceof Cluster)) return batcherFor('', singlePrimary(redis))(pending, later);
+        if (!(redis instanceof Cluster)) return batcherFor('', singlePrimary(redis)).add(pending, later);
         const owner = clusterPrimary(redis, keys[0] ?? '');
         if (!owner) {
           redis.refreshSlotsCache();
           return reject(new Error('CLUSTERDOWN no primary known for the slot of the change'));
         }
-        batcherFor(owner.key, owner.primary)(pending, later);
+        batcherFor(owner.key, owner.primary).add(pending, later);
       });
-  return { acknowledged: true, run: write(false), runLater: write(true) };
+  return {
+    acknowledged: true,
+    run: write(false),
+    runLater: write(true),
+    flush: async () => {
+      await Promise.all([...batchers.values()].map((batcher) => batcher.flush()));
+    },
+  };
 }
 
 function singlePrimary(redis: Redis): Primary {
@@ -163,12 +174,18 @@ function clusterPrimary(cluster: Cluster, key: string): { key: string; primary: 
  * made, instead of waiting out `timeoutMs` in vain; the primary is asked again until it has
  * enough. `refusing` hears when the refusals begin.
  */
+/** One primary's batches: a write to add, now or with the next batch (`later`); and the flush. */
+interface Batcher {
+  add(write: PendingWrite, later: boolean): void;
+  flush(): Promise<void>;
+}
+
 function batchWrites(
   primary: Primary,
   replicas: number,
   timeoutMs: number,
   refusing: (able: number) => void,
-): (write: PendingWrite, later: boolean) => void {
+): Batcher {
   let queue: PendingWrite[] = [];
   /** Writes that go with the next batch (`runLater`), or alone once `RIDE_ALONG_MS` has passed. */
   let riders: PendingWrite[] = [];
@@ -250,7 +267,15 @@ function batchWrites(
     schedule();
   }
 
-  return (write, later) => {
+  /** Sends the riders now, and resolves once no batch is queued or out. */
+  async function flush(): Promise<void> {
+    clearTimeout(ridersDue);
+    sendRiders();
+    while (out > 0 || scheduled || queue.length > 0)
+      await new Promise((resolve) => setTimeout(resolve, FLUSH_POLL_MS));
+  }
+
+  function add(write: PendingWrite, later: boolean): void {
     if (short) {
       write.reject(
         Object.assign(new NotReplicated('Redis'), {
@@ -266,7 +291,9 @@ function batchWrites(
     }
     riders.push(write);
     ridersDue ??= setTimeout(sendRiders, RIDE_ALONG_MS).unref();
-  };
+  }
+
+  return { add, flush };
 }
 
 /**
