@@ -218,8 +218,7 @@ export interface RefreshFamilyRecords {
   ): Promise<VersionedFamilyRecord | undefined>;
   /**
    * The same compare-and-set for a change to the retry record alone (its window), which no
-   * answer waits for: it counts once made, may wait to travel with other writes, and leaves
-   * the listing as it is.
+   * answer waits for: it counts once made, and leaves the listing as it is.
    */
   amend(
     record: RefreshFamilyRecord,

@@ -85,9 +85,9 @@ export class VersionedRefreshTokenStore implements RefreshTokenStore {
    * Behind replicas (`records.acknowledged`) the answer is marked on the retry record while
    * it waits for them, and its window starts once they confirm it, or once it fails after
    * an earlier answer went out (`settleAnswer`). A confirmed answer goes out without waiting
-   * for that last write, which travels with the next batch of writes (`amend`): until it
-   * lands the mark keeps the window open, as it did while the replicas were asked. This
-   * process reads the family only once it has landed, so it sees its own writes in order.
+   * for that last write (`amend`), sent as it goes: until it lands the mark keeps the window
+   * open, as it did while the replicas were asked. This process reads the family only once
+   * it has landed, so it sees its own writes in order.
    */
   async rotate(
     family: RefreshTokenFamily,
@@ -149,12 +149,16 @@ export class VersionedRefreshTokenStore implements RefreshTokenStore {
     return answer;
   }
 
-  /** Ends an answer's wait without holding the answer up; the family's next read waits for it. */
+  /**
+   * Ends an answer's wait without holding the answer up: its write is sent now, and the
+   * family's next read in this process waits for it (and for any other still out).
+   */
   #settleLater(familyId: string, outcome: AnswerOutcome | undefined, written?: VersionedFamilyRecord): void {
     if (!outcome) return;
     const earlier = this.#settling.get(familyId);
-    const settling = (earlier ?? Promise.resolve())
-      .then(() => this.#settleAnswer(familyId, outcome, written))
+    const mine = this.#settleAnswer(familyId, outcome, written);
+    const settling: Promise<void> = (earlier ? Promise.all([earlier, mine]) : mine)
+      .then(() => undefined)
       .finally(() => {
         if (this.#settling.get(familyId) === settling) this.#settling.delete(familyId);
       });

@@ -85,11 +85,15 @@ export async function openStores(options: OpenStoresOptions): Promise<Stores> {
       : undefined;
   // Whoever writes without the channel must be able to learn that it has listeners.
   const announcements = invalidations && (await keepAnnouncing(catalog.cachingNodes, connect.log));
-  const writes = writer && acknowledgedWrites(writer.client, acks.replicas, acks.timeoutMs, connect.log);
   return {
     ...(invalidations ? cacheCatalog(catalog, invalidations, options.accountCacheSize) : catalog),
     refreshTokens: redisHealth
-      ? guard(new RedisRefreshTokenStore(redis.client, { ...(writes && { writes }) }), redisHealth)
+      ? guard(
+          new RedisRefreshTokenStore(redis.client, {
+            writes: writer && acknowledgedWrites(writer.client, acks.replicas, acks.timeoutMs, connect.log),
+          }),
+          redisHealth,
+        )
       : new MemoryRefreshTokenStore(),
     codeFlow: redisHealth
       ? guard(new RedisCodeFlowStore(redis.client), redisHealth)
@@ -99,8 +103,6 @@ export async function openStores(options: OpenStoresOptions): Promise<Stores> {
       mongoHealth?.stop();
       redisHealth?.stop();
       await invalidations?.close();
-      // The writes that start answered refreshes' retry windows, held for the next batch.
-      await writes?.flush();
       await Promise.allSettled([mongo?.close(), redis?.close(), writer?.close()]);
     },
   };

@@ -12,7 +12,6 @@ import { MAX_REFRESH_TOKEN_RETRY_SECONDS, type RefreshTokenFamily } from '../../
 import type { Connection } from '../../src/stores/connection.ts';
 import { connectRedis, type RedisClient } from '../../src/stores/redis/connect.ts';
 import { RedisRefreshTokenStore } from '../../src/stores/redis/refresh-tokens.ts';
-import { script } from '../../src/stores/redis/scripts.ts';
 import { acknowledgedWrites } from '../../src/stores/redis/writes.ts';
 import { onPath, type SentinelSetup, startRedis, startSentinelSetup } from '../support/backends.ts';
 import { eventually, onceSucceeds } from '../support/eventually.ts';
@@ -200,42 +199,6 @@ describe('refresh-token changes acknowledged by a Redis replica', {
       assert.deepEqual(new Set(created), new Set([true]));
       const used = (await waits()) - before;
       assert.ok(used > 0 && used <= 10, `${used} WAITs for 100 changes`);
-    } finally {
-      primary.disconnect();
-    }
-  });
-
-  test('a write that no answer waits for travels with the next change, or goes alone soon after, or at once on a flush', async () => {
-    const primary = new Redis(`redis://127.0.0.1:${await setup.masterPort()}`);
-    const writes = acknowledgedWrites(await open(), 1, 1000);
-    const set = script("return redis.call('SET', KEYS[1], ARGV[1])");
-    const key = (name: string) => `acks_${randomUUID()}:${name}`;
-    try {
-      const waits = async () =>
-        Number(/cmdstat_wait:calls=(\d+)/.exec(await primary.info('commandstats'))?.[1] ?? 0);
-      // Its script cached, so that no NOSCRIPT round adds a batch.
-      await writes.run(set, [key('warm')], ['x']);
-      const [riding, alone, next] = [key('riding'), key('alone'), key('next')];
-
-      let before = await waits();
-      const later = writes.runLater(set, [riding], ['later']);
-      await new Promise((resolve) => setTimeout(resolve, 2));
-      await writes.run(set, [next], ['now']);
-      assert.equal(await later, 'OK');
-      assert.equal(await primary.get(riding), 'later');
-      assert.equal((await waits()) - before, 1, 'one WAIT for both');
-
-      before = await waits();
-      assert.equal(await writes.runLater(set, [alone], ['alone']), 'OK');
-      assert.equal(await primary.get(alone), 'alone');
-      assert.equal((await waits()) - before, 1);
-
-      // Before its connection closes, the service flushes what waits for a batch.
-      const flushed = key('flushed');
-      const held = writes.runLater(set, [flushed], ['flushed']);
-      await writes.flush();
-      assert.equal(await primary.get(flushed), 'flushed', 'made by the time flush() resolves');
-      assert.equal(await held, 'OK');
     } finally {
       primary.disconnect();
     }

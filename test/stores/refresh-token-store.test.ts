@@ -533,7 +533,7 @@ for (const { label, url: redisUrl } of redisTargets())
         listingFails && keys[0]?.startsWith(`${prefix}s:`)
           ? Promise.reject(new Error('the listing was lost'))
           : runScript(redis, s, keys, args);
-      const writes: ScriptWrites = { acknowledged: false, run, runLater: run, flush: async () => {} };
+      const writes: ScriptWrites = { acknowledged: false, run };
       const store = new RedisRefreshTokenStore(redis, { prefix, now, writes });
       const g = grant({ expiresAt: clock + 80 * SECOND });
       const t = await issue(store, g);
@@ -624,9 +624,24 @@ for (const { label, url: redisUrl } of redisTargets())
       let held: Held[];
       /** Whether the next write of a family's record is held: a rotation's, never a sign-in's. */
       let holding = false;
-      /** Writes that end an answer's wait, held until the test releases them, while `holdingLater`. */
+      /** The writes that end an answer's wait, held until the test releases them, while `holdingLater`. */
       let later: (() => void)[];
       let holdingLater = false;
+      /**
+       * The store's connection: its scripts are those that no answer waits for (the others go
+       * through `writes`), held while `holdingLater`.
+       */
+      const connection = (): RedisClient =>
+        new Proxy(redis, {
+          get(target, property) {
+            const value: unknown = Reflect.get(target, property, target);
+            if (property !== 'evalsha' || typeof value !== 'function') return value;
+            return async (...args: unknown[]) => {
+              if (holdingLater) await new Promise<void>((release) => later.push(release));
+              return Reflect.apply(value, target, args);
+            };
+          },
+        });
       let store: RedisRefreshTokenStore;
       const WINDOW = 60 * SECOND;
       const LIMIT = MAX_REFRESH_TOKEN_RETRY_SECONDS * SECOND;
@@ -637,15 +652,9 @@ for (const { label, url: redisUrl } of redisTargets())
         holdingLater = false;
         // As acknowledgedWrites: each write runs at once and counts once confirmed. The
         // account index is confirmed at once; a rotation's write of the family's two keys
-        // when the test says; the write that ends an answer's wait, which nothing waits for, at
-        // once, or once the test releases it.
+        // when the test says.
         const writes: ScriptWrites = {
           acknowledged: true,
-          flush: async () => {},
-          runLater: async (s, keys, args) => {
-            if (holdingLater) await new Promise<void>((release) => later.push(release));
-            return runScript(redis, s, keys, args);
-          },
           async run(s, keys, args) {
             const reply = await runScript(redis, s, keys, args);
             if (keys.length !== 2 || !holding) return reply;
@@ -655,7 +664,7 @@ for (const { label, url: redisUrl } of redisTargets())
             );
           },
         };
-        store = new RedisRefreshTokenStore(redis, { prefix, now, writes });
+        store = new RedisRefreshTokenStore(connection(), { prefix, now, writes });
       });
 
       /** The rotation presented next, its script run and its answer held. */

@@ -3,7 +3,7 @@ import type { AccountKind } from '../../accounts/model.ts';
 import type { RefreshFamilyRecord, RefreshFamilyRecords, VersionedFamilyRecord } from '../../oauth/model.ts';
 import { VersionedRefreshTokenStore } from '../../oauth/versioned-refresh-tokens.ts';
 import type { RedisClient } from './connect.ts';
-import { script } from './scripts.ts';
+import { runScript, script } from './scripts.ts';
 import { immediateWrites, type ScriptWrites } from './writes.ts';
 
 /**
@@ -174,7 +174,7 @@ class RedisFamilyRecords implements RefreshFamilyRecords {
     const stored = this.#stored(record, base?.listedUntil ?? 0);
     const keys = this.#familyKeys(record.family.familyId);
     const args = this.#casArgs(stored, base, false);
-    return (await this.#writes.runLater(SCRIPTS.compareAndSet, keys, args)) === 1 ? stored : undefined;
+    return (await runScript(this.#redis, SCRIPTS.compareAndSet, keys, args)) === 1 ? stored : undefined;
   }
 
   async unlist(accountKind: AccountKind, subject: string, familyIds: readonly string[]): Promise<void> {

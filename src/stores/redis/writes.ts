@@ -10,21 +10,11 @@ export interface ScriptWrites {
   readonly acknowledged: boolean;
   /** Runs a write script; resolves with its reply once the write counts. */
   run(s: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
-  /**
-   * Runs a write that no answer waits for, as `run`, but when it suits the connection: behind
-   * replicas, with the next batch that goes out anyway, so that it costs no round trip and no
-   * `WAIT` of its own under load.
-   */
-  runLater(s: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
-  /** Sends what `runLater` still holds and waits for every write out: before the connection closes. */
-  flush(): Promise<void>;
 }
 
 /** Writes that count once the server has run them: no replica is waited for. */
 export function immediateWrites(redis: RedisClient): ScriptWrites {
-  const run = (s: Script, keys: readonly string[], args: readonly (string | number)[]) =>
-    runScript(redis, s, keys, args);
-  return { acknowledged: false, run, runLater: run, flush: async () => {} };
+  return { acknowledged: false, run: (s, keys, args) => runScript(redis, s, keys, args) };
 }
 
 interface PendingWrite {
@@ -45,14 +35,6 @@ interface PendingWrite {
  * which the command timeout of its connection allows for (redis/connect.ts).
  */
 const BATCHES_OUT = 2;
-
-/**
- * How long a write that no answer waits for (`runLater`) waits for a batch to go out with
- * before it goes alone: under load one goes out within a few milliseconds.
- */
-const RIDE_ALONG_MS = 10;
-/** How often a flush looks whether the batches out have come back. */
-const FLUSH_POLL_MS = 2;
 
 /**
  * How often a primary known to lack replicas is asked again; the first answer that counts
@@ -96,7 +78,7 @@ export function acknowledgedWrites(
   timeoutMs: number,
   log: (message: string) => void = () => {},
 ): ScriptWrites {
-  const batchers = new Map<string, Batcher>();
+  const batchers = new Map<string, (write: PendingWrite) => void>();
   const batcherFor = (key: string, primary: Primary) => {
     let batcher = batchers.get(key);
     if (!batcher) {
@@ -111,25 +93,19 @@ export function acknowledgedWrites(
     }
     return batcher;
   };
-  const write =
-    (later: boolean) =>
-    (s: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> =>
-      new Promise((resolve, reject) => {
-        const pending = { s, keys, args, asText: false, resolve, reject };
-        if (!(redis instanceof Cluster)) return batcherFor('', singlePrimary(redis)).add(pending, later);
+  return {
+    acknowledged: true,
+    run(s, keys, args) {
+      return new Promise((resolve, reject) => {
+        const write = { s, keys, args, asText: false, resolve, reject };
+        if (!(redis instanceof Cluster)) return batcherFor('', singlePrimary(redis))(write);
         const owner = clusterPrimary(redis, keys[0] ?? '');
         if (!owner) {
           redis.refreshSlotsCache();
           return reject(new Error('CLUSTERDOWN no primary known for the slot of the change'));
         }
-        batcherFor(owner.key, owner.primary).add(pending, later);
+        batcherFor(owner.key, owner.primary)(write);
       });
-  return {
-    acknowledged: true,
-    run: write(false),
-    runLater: write(true),
-    flush: async () => {
-      await Promise.all([...batchers.values()].map((batcher) => batcher.flush()));
     },
   };
 }
@@ -174,22 +150,13 @@ function clusterPrimary(cluster: Cluster, key: string): { key: string; primary: 
  * made, instead of waiting out `timeoutMs` in vain; the primary is asked again until it has
  * enough. `refusing` hears when the refusals begin.
  */
-/** One primary's batches: a write to add, now or with the next batch (`later`); and the flush. */
-interface Batcher {
-  add(write: PendingWrite, later: boolean): void;
-  flush(): Promise<void>;
-}
-
 function batchWrites(
   primary: Primary,
   replicas: number,
   timeoutMs: number,
   refusing: (able: number) => void,
-): Batcher {
+): (write: PendingWrite) => void {
   let queue: PendingWrite[] = [];
-  /** Writes that go with the next batch (`runLater`), or alone once `RIDE_ALONG_MS` has passed. */
-  let riders: PendingWrite[] = [];
-  let ridersDue: NodeJS.Timeout | undefined;
   let out = 0;
   let scheduled = false;
   let short = false;
@@ -210,11 +177,8 @@ function batchWrites(
   }
 
   async function sendBatch(): Promise<void> {
-    const batch = riders.length === 0 ? queue : [...queue, ...riders];
+    const batch = queue;
     queue = [];
-    riders = [];
-    clearTimeout(ridersDue);
-    ridersDue = undefined;
     const pipeline = primary.pipeline();
     for (const { s, keys, args, asText } of batch) {
       if (asText) pipeline.eval(s.lua, keys.length, ...keys, ...args);
@@ -258,24 +222,7 @@ function batchWrites(
     }
   }
 
-  /** Sends the riders alone: no batch took them in time. */
-  function sendRiders(): void {
-    ridersDue = undefined;
-    if (riders.length === 0) return;
-    queue.push(...riders);
-    riders = [];
-    schedule();
-  }
-
-  /** Sends the riders now, and resolves once no batch is queued or out. */
-  async function flush(): Promise<void> {
-    clearTimeout(ridersDue);
-    sendRiders();
-    while (out > 0 || scheduled || queue.length > 0)
-      await new Promise((resolve) => setTimeout(resolve, FLUSH_POLL_MS));
-  }
-
-  function add(write: PendingWrite, later: boolean): void {
+  return (write) => {
     if (short) {
       write.reject(
         Object.assign(new NotReplicated('Redis'), {
@@ -284,16 +231,9 @@ function batchWrites(
       );
       return;
     }
-    if (!later) {
-      queue.push(write);
-      schedule();
-      return;
-    }
-    riders.push(write);
-    ridersDue ??= setTimeout(sendRiders, RIDE_ALONG_MS).unref();
-  }
-
-  return { add, flush };
+    queue.push(write);
+    schedule();
+  };
 }
 
 /**
