@@ -218,7 +218,7 @@ export interface RefreshFamilyRecords {
   ): Promise<VersionedFamilyRecord | undefined>;
   /**
    * The same compare-and-set for a change to the retry record alone (its window), which no
-   * answer waits for: it counts once made, and leaves the listing as it is.
+   * answer given waits for: it counts once made, and leaves the listing as it is.
    */
   amend(
     record: RefreshFamilyRecord,

@@ -165,6 +165,14 @@ export class VersionedRefreshTokenStore implements RefreshTokenStore {
     this.#settling.set(familyId, settling);
   }
 
+  /**
+   * Resolves once every write this process started to end an answer's wait has landed:
+   * before the connections close, or the marks of answers just given would stay.
+   */
+  async drain(): Promise<void> {
+    while (this.#settling.size > 0) await Promise.all(this.#settling.values());
+  }
+
   /** Once this process's own write that ends an answer's wait for the family has landed. */
   async #landed(familyId: string): Promise<void> {
     await this.#settling.get(familyId);

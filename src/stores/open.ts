@@ -85,16 +85,17 @@ export async function openStores(options: OpenStoresOptions): Promise<Stores> {
       : undefined;
   // Whoever writes without the channel must be able to learn that it has listeners.
   const announcements = invalidations && (await keepAnnouncing(catalog.cachingNodes, connect.log));
+  const redisRefreshTokens =
+    redis &&
+    new RedisRefreshTokenStore(redis.client, {
+      writes: writer && acknowledgedWrites(writer.client, acks.replicas, acks.timeoutMs, connect.log),
+    });
   return {
     ...(invalidations ? cacheCatalog(catalog, invalidations, options.accountCacheSize) : catalog),
-    refreshTokens: redisHealth
-      ? guard(
-          new RedisRefreshTokenStore(redis.client, {
-            writes: writer && acknowledgedWrites(writer.client, acks.replicas, acks.timeoutMs, connect.log),
-          }),
-          redisHealth,
-        )
-      : new MemoryRefreshTokenStore(),
+    refreshTokens:
+      redisRefreshTokens && redisHealth
+        ? guard(redisRefreshTokens, redisHealth)
+        : new MemoryRefreshTokenStore(),
     codeFlow: redisHealth
       ? guard(new RedisCodeFlowStore(redis.client), redisHealth)
       : new MemoryCodeFlowStore(),
@@ -103,6 +104,8 @@ export async function openStores(options: OpenStoresOptions): Promise<Stores> {
       mongoHealth?.stop();
       redisHealth?.stop();
       await invalidations?.close();
+      // The writes that start the retry windows of answers just given, still out.
+      await redisRefreshTokens?.drain();
       await Promise.allSettled([mongo?.close(), redis?.close(), writer?.close()]);
     },
   };

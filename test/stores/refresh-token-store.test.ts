@@ -701,9 +701,15 @@ for (const { label, url: redisUrl } of redisTargets())
           read = true;
           return found.state;
         });
+        let drained = false;
+        const draining = store.drain().then(() => {
+          drained = true;
+        });
         await new Promise((resolve) => setTimeout(resolve, 50));
         assert.equal(read, false, 'the read waits for the write that starts the window');
+        assert.equal(drained, false, 'so does a drain before the connections close');
         for (const release of later) release();
+        await draining;
         assert.equal(await state, 'retry');
         clock += WINDOW + SECOND;
         assert.equal((await inspect(store, t)).state, 'reused', 'the window started: the mark is gone');
