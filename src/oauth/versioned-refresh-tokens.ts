@@ -157,11 +157,11 @@ export class VersionedRefreshTokenStore implements RefreshTokenStore {
     if (!outcome) return;
     const earlier = this.#settling.get(familyId);
     const mine = this.#settleAnswer(familyId, outcome, written);
-    const settling: Promise<void> = (earlier ? Promise.all([earlier, mine]) : mine)
-      .then(() => undefined)
-      .finally(() => {
+    const settling: Promise<void> = (earlier ? Promise.all([earlier, mine]).then(() => {}) : mine).finally(
+      () => {
         if (this.#settling.get(familyId) === settling) this.#settling.delete(familyId);
-      });
+      },
+    );
     this.#settling.set(familyId, settling);
   }
 
@@ -173,9 +173,12 @@ export class VersionedRefreshTokenStore implements RefreshTokenStore {
     while (this.#settling.size > 0) await Promise.all(this.#settling.values());
   }
 
-  /** Once this process's own write that ends an answer's wait for the family has landed. */
-  async #landed(familyId: string): Promise<void> {
-    await this.#settling.get(familyId);
+  /**
+   * Once this process's own write that ends an answer's wait for the family has landed;
+   * nothing to wait for (no promise made) on the common path, where none is out.
+   */
+  #landed(familyId: string): Promise<void> | undefined {
+    return this.#settling.get(familyId);
   }
 
   async revokeFamily(familyId: string): Promise<void> {
