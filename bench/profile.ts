@@ -101,6 +101,7 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'bench-profile-'));
   try {
     const service = await startService({
+      WORKERS: '1',
       NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}`,
       ...backendsFromEnvironment(),
     });
