@@ -12,11 +12,15 @@ import { type ServiceProcess, spawnService, waitForHttp } from '../test/support/
 
 export const BCRYPT_COST = Number(process.env.BCRYPT_COST ?? 10);
 
-/** The peers, each a script that prints `serving` once it listens on the port it is given. */
+/**
+ * The peers, and the floor under them (floor-peer.ts), each a script that prints `serving`
+ * once it listens on the port it is given.
+ */
 const PEERS = {
   'oidc-provider': { script: 'oidc-provider-peer.ts', args: (processes: number) => [String(processes)] },
   'oauth2-server': { script: 'oauth2-server-peer.ts', args: () => [] },
   'oauth2-server-loop': { script: 'oauth2-server-peer.ts', args: () => ['loop'] },
+  floor: { script: 'floor-peer.ts', args: () => [] },
 } as const;
 
 const stops: (() => Promise<void>)[] = [];
