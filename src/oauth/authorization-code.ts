@@ -16,6 +16,8 @@ export interface AuthorizationCodeReader {
 export interface AuthorizationCodeService extends AuthorizationCodeReader {
   issueCode(grant: Omit<AuthorizationCodeGrant, 'familyId' | 'expiresAt'>): Promise<string>;
   consumeCode(code: string): Promise<'consumed' | 'reused' | 'unknown'>;
+  /** Gives a consumed code back, for an exchange that failed before it answered. */
+  releaseCode(code: string): Promise<void>;
   /** Whether the code was presented again since it was consumed. */
   wasReused(code: string): Promise<boolean>;
 }
@@ -42,6 +44,9 @@ export function createAuthorizationCodeService(options: {
     },
     async consumeCode(code) {
       return isOneTimeSecretShaped(code) ? store.consumeCode(digestOneTimeSecret(code)) : 'unknown';
+    },
+    async releaseCode(code) {
+      if (isOneTimeSecretShaped(code)) await store.releaseCode(digestOneTimeSecret(code));
     },
     async wasReused(code) {
       return isOneTimeSecretShaped(code) && store.wasReused(digestOneTimeSecret(code));

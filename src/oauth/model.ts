@@ -247,7 +247,9 @@ export type RefreshTokenRotation = { state: 'rotated' } | Exclude<RefreshTokenSt
 export interface RefreshTokenStore {
   /**
    * Starts a family with its first token (generation 0) and returns true; returns false,
-   * storing nothing, when the family already exists (a revoked one among them).
+   * storing nothing, when the family already exists (a revoked one among them). A family
+   * still at that same first token, unrevoked, counts as this one started again: true (an
+   * earlier attempt that wrote it failed before it answered).
    */
   create(family: RefreshTokenFamily, first: RefreshTokenGeneration): Promise<boolean>;
   /** What the presented token is now, changing nothing: what a grant's checks read. */
@@ -311,6 +313,11 @@ export interface CodeFlowStore {
    * or unknown code is `unknown`.
    */
   consumeCode(digest: string): Promise<'consumed' | 'reused' | 'unknown'>;
+  /**
+   * Makes a consumed code usable again, for an exchange that failed before it answered; a
+   * code presented again meanwhile stays used, with its mark.
+   */
+  releaseCode(digest: string): Promise<void>;
   /**
    * Whether the code was presented again after it was consumed. Asked once its tokens are
    * issued: a replay that raced the issue found no tokens to revoke yet.

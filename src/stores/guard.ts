@@ -7,7 +7,8 @@ import type { BackendHealth } from './backend-health.ts';
  * the driver's error as `cause`. Problems (DuplicateIdentity, ...) and any other error pass
  * unchanged, so a bug still surfaces as a bug and never as "try again later". While the
  * backend is known to be down, a call is refused at once without being tried: no store has
- * an undo step that must reach the backend whatever it looks like.
+ * an undo step that must reach the backend whatever it looks like (a code given back after
+ * a failed exchange is best effort).
  *
  * A Proxy rather than a wrapper class per store: every store method is async and gets the
  * same treatment, and a hand-written wrapper would restate each method of five interfaces

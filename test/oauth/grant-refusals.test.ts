@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { Account, AccountStore } from '../../src/accounts/model.ts';
-import { BackendUnavailable } from '../../src/errors.ts';
+import { BackendUnavailable, NotReplicated } from '../../src/errors.ts';
+import type { CodeFlowStore, RefreshTokenStore } from '../../src/oauth/model.ts';
 import { PASSWORD, storeAccount } from '../accounts/fixtures.ts';
 import {
   authorizationCode,
@@ -62,6 +63,35 @@ async function withAccountsDown(accounts: AccountStore, send: () => Promise<Json
     return await send();
   } finally {
     accounts.findById = findById;
+  }
+}
+
+/**
+ * Runs `send` while the refresh-token store refuses every new family, as replicas known to be
+ * short refuse it before it is written.
+ */
+async function withNewFamiliesRefused(families: RefreshTokenStore, send: () => Promise<JsonResponse>) {
+  const create = families.create;
+  families.create = async () => {
+    throw new NotReplicated('Redis');
+  };
+  try {
+    return await send();
+  } finally {
+    families.create = create;
+  }
+}
+
+/** Runs `send` while the code store fails the check for a replay that follows every issue. */
+async function withReplayCheckDown(codes: CodeFlowStore, send: () => Promise<JsonResponse>) {
+  const wasReused = codes.wasReused;
+  codes.wasReused = async () => {
+    throw new BackendUnavailable('Redis');
+  };
+  try {
+    return await send();
+  } finally {
+    codes.wasReused = wasReused;
   }
 }
 
@@ -203,9 +233,30 @@ for (const backend of backends())
             expect: UNAVAILABLE,
             send: () => withAccountsDown(users, exchange),
           },
+          {
+            // Refused once the code was used up: the code goes back for the retry.
+            name: 'new session refused by the refresh-token store',
+            expect: UNAVAILABLE,
+            send: () => withNewFamiliesRefused(server.app.stores.refreshTokens, exchange),
+          },
+          {
+            // Failed once the new session was written: the retry is issued its same first token.
+            name: 'code store outage after the tokens were issued',
+            expect: UNAVAILABLE,
+            send: () => withReplayCheckDown(server.app.stores.codeFlow, exchange),
+          },
         ]);
         const redeemed = await exchange();
         assert.equal(redeemed.status, 200, JSON.stringify(redeemed.body));
+        const refreshed = await request(server.url, 'POST', '/security/refresh-token', {
+          form: {
+            grant_type: 'refresh_token',
+            refresh_token: String(redeemed.body.refresh_token),
+            client_id: web.name,
+            client_secret: web.secret ?? '',
+          },
+        });
+        assert.equal(refreshed.status, 200, JSON.stringify(refreshed.body));
       });
     });
   });

@@ -74,6 +74,21 @@ function codeFlowContract(open: () => Promise<Harness>): void {
     assert.equal(await h.store.consumeCode(d), 'reused');
   });
 
+  test('a released code is consumed again; one presented again meanwhile stays used, with its mark', async () => {
+    const d = digest();
+    await h.store.saveCode(d, code());
+    assert.equal(await h.store.consumeCode(d), 'consumed');
+    await h.store.releaseCode(d);
+    assert.equal(await h.store.wasReused(d), false);
+    assert.equal(await h.store.consumeCode(d), 'consumed', 'released, it is usable once more');
+    assert.equal(await h.store.consumeCode(d), 'reused');
+    await h.store.releaseCode(d);
+    assert.equal(await h.store.consumeCode(d), 'reused', 'a replay keeps it used');
+    assert.equal(await h.store.wasReused(d), true);
+    await h.store.releaseCode(digest());
+    assert.equal(await h.store.consumeCode(digest()), 'unknown', 'releasing an unknown code makes none');
+  });
+
   test('an unknown or expired code is unknown, and was never reused', async () => {
     assert.equal(await h.store.findCode(digest()), null);
     assert.equal(await h.store.consumeCode(digest()), 'unknown');

@@ -1,10 +1,17 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { Account } from '../../accounts/model.ts';
 import { InvalidGrant } from '../../errors.ts';
-import type { AuthorizationCodeGrant } from '../model.ts';
+import type { AuthorizationCodeGrant, OAuthClient } from '../model.ts';
 import { CODE_VERIFIER_PATTERN, verifiesChallenge } from '../pkce.ts';
 import { isRegisteredRedirectUri, MAX_REDIRECT_URI_LENGTH } from '../redirect-uri.ts';
-import { clientParameters, type GrantHandler, issueTokens, parameterValidator } from './grant.ts';
+import {
+  clientParameters,
+  type GrantHandler,
+  type GrantRedeemers,
+  issueTokens,
+  parameterValidator,
+  type TokenResponse,
+} from './grant.ts';
 
 const parameters = Type.Object(
   {
@@ -72,19 +79,47 @@ export const authorizationCodeGrantHandler: GrantHandler<CodeExchange> = {
       await deps.refreshTokens.revokeFamily(grant.familyId);
       throw new InvalidGrant(ALREADY_USED);
     }
-    const tokens = await issueTokens(deps, {
-      subject: { kind: grant.accountKind, id: account.id },
-      credentialStamp: grant.credentialStamp,
-      client,
-      scope: grant.scope,
-      familyId: grant.familyId,
-      withRefreshToken: client.grants.includes('refresh_token'),
-    });
-    // A second presentation while these tokens were issued found nothing to revoke yet.
-    if (await deps.authorizationCodes.wasReused(code)) {
-      await deps.refreshTokens.revokeFamily(grant.familyId);
-      throw new InvalidGrant(ALREADY_USED);
-    }
-    return tokens;
+    return issueFor({ code, grant, account }, client, deps).catch((error: unknown) =>
+      giveBack(error, code, deps),
+    );
   },
 };
+
+/**
+ * The tokens of an exchange whose code is used up. The family's first refresh token is
+ * derived from the code, so a retry after a failure that left the family written issues
+ * that same token, which nobody holds yet.
+ */
+async function issueFor(
+  { code, grant, account }: CodeExchange,
+  client: OAuthClient,
+  deps: GrantRedeemers,
+): Promise<TokenResponse> {
+  const tokens = await issueTokens(deps, {
+    subject: { kind: grant.accountKind, id: account.id },
+    credentialStamp: grant.credentialStamp,
+    client,
+    scope: grant.scope,
+    familyId: grant.familyId,
+    derivedFrom: code,
+    withRefreshToken: client.grants.includes('refresh_token'),
+  });
+  // A second presentation while these tokens were issued found nothing to revoke yet.
+  if (await deps.authorizationCodes.wasReused(code)) {
+    await deps.refreshTokens.revokeFamily(grant.familyId);
+    throw new InvalidGrant(ALREADY_USED);
+  }
+  return tokens;
+}
+
+/**
+ * The exchange failed after the code was used up (a store down, replicas that did not
+ * confirm the new family): the code goes back, so that the client's retry, which a 503
+ * invites, exchanges it rather than being told of a replay. A refusal keeps it used, and so
+ * does a replay's mark. Best effort: with its store down the code stays used.
+ */
+async function giveBack(error: unknown, code: string, deps: GrantRedeemers): Promise<never> {
+  if (!(error instanceof InvalidGrant))
+    await deps.authorizationCodes.releaseCode(code).catch(() => undefined);
+  throw error;
+}

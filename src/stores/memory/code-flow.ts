@@ -49,6 +49,11 @@ export class MemoryCodeFlowStore implements CodeFlowStore {
     return 'consumed';
   }
 
+  async releaseCode(digest: string): Promise<void> {
+    const code = this.#live(digest);
+    if (code && !code.reused) code.used = false;
+  }
+
   async wasReused(digest: string): Promise<boolean> {
     return this.#live(digest)?.reused ?? false;
   }

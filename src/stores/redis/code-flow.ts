@@ -30,6 +30,12 @@ redis.call('HSET', KEYS[1], 'used', '1')
 return 'consumed'
 `);
 
+/** Marks a used code unused again, unless it was presented again meanwhile. */
+const RELEASE = script(`
+if redis.call('HGET', KEYS[1], 'reused') == '0' then redis.call('HSET', KEYS[1], 'used', '0') end
+return 1
+`);
+
 export class RedisCodeFlowStore implements CodeFlowStore {
   readonly #redis: RedisClient;
   readonly #prefix: string;
@@ -63,6 +69,10 @@ export class RedisCodeFlowStore implements CodeFlowStore {
   async consumeCode(digest: string): Promise<'consumed' | 'reused' | 'unknown'> {
     const outcome = await runScript(this.#redis, CONSUME, [this.#codeKey(digest)], [this.#now()]);
     return outcome === 'consumed' || outcome === 'reused' ? outcome : 'unknown';
+  }
+
+  async releaseCode(digest: string): Promise<void> {
+    await runScript(this.#redis, RELEASE, [this.#codeKey(digest)], []);
   }
 
   async wasReused(digest: string): Promise<boolean> {
