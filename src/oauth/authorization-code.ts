@@ -15,9 +15,10 @@ export interface AuthorizationCodeReader {
  */
 export interface AuthorizationCodeService extends AuthorizationCodeReader {
   issueCode(grant: Omit<AuthorizationCodeGrant, 'familyId' | 'expiresAt'>): Promise<string>;
-  consumeCode(code: string): Promise<'consumed' | 'reused' | 'unknown'>;
-  /** Gives a consumed code back, for an exchange that failed before it answered. */
-  releaseCode(code: string): Promise<void>;
+  /** Uses the code up for `attempt`, an id new for each presentation (see CodeFlowStore). */
+  consumeCode(code: string, attempt: string): Promise<'consumed' | 'reused' | 'unknown'>;
+  /** Gives back a code `attempt` consumed, for an exchange that failed before it answered. */
+  releaseCode(code: string, attempt: string): Promise<void>;
   /** Whether the code was presented again since it was consumed. */
   wasReused(code: string): Promise<boolean>;
 }
@@ -42,11 +43,11 @@ export function createAuthorizationCodeService(options: {
     async findCode(code) {
       return isOneTimeSecretShaped(code) ? store.findCode(digestOneTimeSecret(code)) : null;
     },
-    async consumeCode(code) {
-      return isOneTimeSecretShaped(code) ? store.consumeCode(digestOneTimeSecret(code)) : 'unknown';
+    async consumeCode(code, attempt) {
+      return isOneTimeSecretShaped(code) ? store.consumeCode(digestOneTimeSecret(code), attempt) : 'unknown';
     },
-    async releaseCode(code) {
-      if (isOneTimeSecretShaped(code)) await store.releaseCode(digestOneTimeSecret(code));
+    async releaseCode(code, attempt) {
+      if (isOneTimeSecretShaped(code)) await store.releaseCode(digestOneTimeSecret(code), attempt);
     },
     async wasReused(code) {
       return isOneTimeSecretShaped(code) && store.wasReused(digestOneTimeSecret(code));

@@ -247,9 +247,7 @@ export type RefreshTokenRotation = { state: 'rotated' } | Exclude<RefreshTokenSt
 export interface RefreshTokenStore {
   /**
    * Starts a family with its first token (generation 0) and returns true; returns false,
-   * storing nothing, when the family already exists (a revoked one among them). A family
-   * still at that same first token, unrevoked, counts as this one started again: true (an
-   * earlier attempt that wrote it failed before it answered).
+   * storing nothing, when the family already exists (a revoked one among them).
    */
   create(family: RefreshTokenFamily, first: RefreshTokenGeneration): Promise<boolean>;
   /** What the presented token is now, changing nothing: what a grant's checks read. */
@@ -308,16 +306,19 @@ export interface CodeFlowStore {
   /** The grant of a code that has not expired, whether it was used or not. */
   findCode(digest: string): Promise<AuthorizationCodeGrant | null>;
   /**
-   * Marks the code used, atomically: of concurrent calls exactly one gets `consumed`. Every
+   * Marks the code used by `attempt` (an id of the caller's, new for each presentation),
+   * atomically: of concurrent calls exactly one gets `consumed`. Every
    * later call gets `reused` and leaves a mark that the code was presented again; an expired
    * or unknown code is `unknown`.
    */
-  consumeCode(digest: string): Promise<'consumed' | 'reused' | 'unknown'>;
+  consumeCode(digest: string, attempt: string): Promise<'consumed' | 'reused' | 'unknown'>;
   /**
-   * Makes a consumed code usable again, for an exchange that failed before it answered; a
-   * code presented again meanwhile stays used, with its mark.
+   * Makes a code usable again that `attempt` consumed, for an exchange that failed before it
+   * answered. A code presented again meanwhile stays used, with its mark, and so does one a
+   * later attempt consumed after an earlier release (a release that arrives late undoes
+   * nothing of another attempt's).
    */
-  releaseCode(digest: string): Promise<void>;
+  releaseCode(digest: string, attempt: string): Promise<void>;
   /**
    * Whether the code was presented again after it was consumed. Asked once its tokens are
    * issued: a replay that raced the issue found no tokens to revoke yet.

@@ -15,10 +15,9 @@ import { MAX_REFRESH_TOKEN_RETRY_SECONDS, type RefreshTokenFamily, type RefreshT
  * Refresh tokens are opaque to clients: `<familyId>.<generation>.<keyId>.<secret>.<mac>`.
  * The family id keeps a family's state together (one Redis Cluster slot); the generation
  * counts the family's rotations, so the store keeps one record per family and still knows
- * an older token when it comes back; the secret (256 bits, RFC 6749 §10.10 asks for at
- * least 128: random, or for the first token of a family an authorization code starts, an
- * HMAC of the code under the key) is in no store; the MAC, under the refresh-token key
- * named by `keyId`, covers everything before it. Only a token whose MAC verifies reaches the store, so
+ * an older token when it comes back; the secret (256 random bits, RFC 6749 §10.10 asks for
+ * at least 128) is in no store; the MAC, under the refresh-token key named by `keyId`,
+ * covers everything before it. Only a token whose MAC verifies reaches the store, so
  * nobody without the key can forge an "older generation" to get a family revoked.
  */
 const TOKEN =
@@ -35,32 +34,16 @@ function macOf(body: string, key: KeyObject): string {
   return createHmac('sha256', key).update(body).digest().subarray(0, MAC_BYTES).toString('base64url');
 }
 
-/**
- * A token of the family's generation, with a random secret, or (`derivedFrom`, a secret of
- * the client's such as the authorization code the family starts with) one derived from it
- * under the key, so that the same request made again mints the same token.
- */
 function mintRefreshToken(
   familyId: string,
   generation: number,
   keys: RefreshTokenMacKeys,
-  derivedFrom?: string,
 ): { token: string; mac: string } {
   const { id, key } = keys.current();
-  const secret =
-    derivedFrom === undefined
-      ? randomBase64url(SECRET_BYTES)
-      : createHmac('sha256', key).update(DERIVED_SECRET).update(derivedFrom).digest('base64url');
-  const body = `${familyId}.${generation}.${id}.${secret}`;
+  const body = `${familyId}.${generation}.${id}.${randomBase64url(SECRET_BYTES)}`;
   const mac = macOf(body, key);
   return { token: `${body}.${mac}`, mac };
 }
-
-/**
- * What a derived secret's HMAC starts with: no token body does (a body starts with its
- * family id, in the base64url alphabet), so the key's two uses never meet.
- */
-const DERIVED_SECRET = 'derived refresh-token secret\0';
 
 /**
  * The token's family, generation and MAC, or null for anything that could not have come
@@ -119,15 +102,9 @@ export interface RefreshTokenReader {
 
 /** Issues refresh tokens into a store and redeems them; the store never sees a raw token. */
 export interface RefreshTokenService extends RefreshTokenReader {
-  /**
-   * A new family's first token; null when a family with that id exists (a revoked one among
-   * them). With `derivedFrom`, a secret of the client's that starts this one family (an
-   * authorization code), the token is derived from it: issued again for the same family and
-   * secret, while nobody has used it, it is the same token, and not null.
-   */
+  /** A new family's first token; null when a family with that id exists (a revoked one among them). */
   issueRefreshToken(
     family: Omit<RefreshTokenFamily, 'familyId' | 'expiresAt'> & { familyId?: string },
-    derivedFrom?: string,
   ): Promise<string | null>;
   /**
    * The one step of a refresh that changes state, atomic in the store: a current token is
@@ -155,9 +132,9 @@ export function createRefreshTokenService(options: {
     expiresAt: Date.now() + ttlSeconds * 1000,
   });
   return {
-    async issueRefreshToken(fields, derivedFrom) {
+    async issueRefreshToken(fields) {
       const familyId = fields.familyId ?? newFamilyId();
-      const minted = mintRefreshToken(familyId, 0, keys, derivedFrom);
+      const minted = mintRefreshToken(familyId, 0, keys);
       const created = await store.create(renewed({ ...fields, familyId }), {
         generation: 0,
         mac: minted.mac,

@@ -69,12 +69,8 @@ export class VersionedRefreshTokenStore implements RefreshTokenStore {
 
   async create(family: RefreshTokenFamily, first: RefreshTokenGeneration): Promise<boolean> {
     return this.#settle(family.familyId, (read) => {
-      if (!read || read.record.family.expiresAt <= this.#now())
-        return { answer: true, write: firstRecord(family, first) };
-      const { current, revoked } = read.record;
-      if (revoked || current.generation !== 0 || current.mac !== first.mac) return { answer: false };
-      // Started again: behind replicas, written again so that the answer waits for them.
-      return { answer: true, ...(this.#records.acknowledged && { write: read.record }) };
+      if (read && read.record.family.expiresAt > this.#now()) return { answer: false };
+      return { answer: true, write: firstRecord(family, first) };
     });
   }
 

@@ -66,46 +66,54 @@ function codeFlowContract(open: () => Promise<Harness>): void {
     await h.store.saveCode(d, grant);
     assert.deepEqual(await h.store.findCode(d), grant);
     assert.equal(await h.store.wasReused(d), false);
-    assert.equal(await h.store.consumeCode(d), 'consumed');
+    assert.equal(await h.store.consumeCode(d, randomUUID()), 'consumed');
     assert.deepEqual(await h.store.findCode(d), grant, 'a used code is still known');
     assert.equal(await h.store.wasReused(d), false, 'consumed once is not reused');
-    assert.equal(await h.store.consumeCode(d), 'reused');
+    assert.equal(await h.store.consumeCode(d, randomUUID()), 'reused');
     assert.equal(await h.store.wasReused(d), true);
-    assert.equal(await h.store.consumeCode(d), 'reused');
+    assert.equal(await h.store.consumeCode(d, randomUUID()), 'reused');
   });
 
-  test('a released code is consumed again; one presented again meanwhile stays used, with its mark', async () => {
+  test('a code its attempt releases is consumed again; not once presented again, nor by a release arriving late', async () => {
     const d = digest();
     await h.store.saveCode(d, code());
-    assert.equal(await h.store.consumeCode(d), 'consumed');
-    await h.store.releaseCode(d);
+    const first = randomUUID();
+    assert.equal(await h.store.consumeCode(d, first), 'consumed');
+    await h.store.releaseCode(d, first);
     assert.equal(await h.store.wasReused(d), false);
-    assert.equal(await h.store.consumeCode(d), 'consumed', 'released, it is usable once more');
-    assert.equal(await h.store.consumeCode(d), 'reused');
-    await h.store.releaseCode(d);
-    assert.equal(await h.store.consumeCode(d), 'reused', 'a replay keeps it used');
+    const second = randomUUID();
+    assert.equal(await h.store.consumeCode(d, second), 'consumed', 'released, it is usable once more');
+    await h.store.releaseCode(d, first);
+    assert.equal(await h.store.consumeCode(d, randomUUID()), 'reused', 'an earlier attempt releases nothing');
+    await h.store.releaseCode(d, second);
+    assert.equal(await h.store.consumeCode(d, randomUUID()), 'reused', 'a replay keeps it used');
     assert.equal(await h.store.wasReused(d), true);
-    await h.store.releaseCode(digest());
-    assert.equal(await h.store.consumeCode(digest()), 'unknown', 'releasing an unknown code makes none');
+
+    const unknown = digest();
+    await h.store.releaseCode(unknown, first);
+    assert.equal(await h.store.findCode(unknown), null, 'releasing an unknown code makes none');
+    assert.equal(await h.store.consumeCode(unknown, first), 'unknown');
   });
 
   test('an unknown or expired code is unknown, and was never reused', async () => {
     assert.equal(await h.store.findCode(digest()), null);
-    assert.equal(await h.store.consumeCode(digest()), 'unknown');
+    assert.equal(await h.store.consumeCode(digest(), randomUUID()), 'unknown');
     const d = digest();
     await h.store.saveCode(d, code({ expiresAt: h.now() + 1000 }));
-    assert.equal(await h.store.consumeCode(d), 'consumed');
-    assert.equal(await h.store.consumeCode(d), 'reused');
+    assert.equal(await h.store.consumeCode(d, randomUUID()), 'consumed');
+    assert.equal(await h.store.consumeCode(d, randomUUID()), 'reused');
     h.advance(1000);
     assert.equal(await h.store.findCode(d), null);
-    assert.equal(await h.store.consumeCode(d), 'unknown');
+    assert.equal(await h.store.consumeCode(d, randomUUID()), 'unknown');
     assert.equal(await h.store.wasReused(d), false);
   });
 
   test('of 20 concurrent consumes of one code exactly one wins; the others mark it reused', async () => {
     const d = digest();
     await h.store.saveCode(d, code());
-    const outcomes = await Promise.all(Array.from({ length: 20 }, () => h.store.consumeCode(d)));
+    const outcomes = await Promise.all(
+      Array.from({ length: 20 }, () => h.store.consumeCode(d, randomUUID())),
+    );
     assert.equal(outcomes.filter((outcome) => outcome === 'consumed').length, 1);
     assert.equal(outcomes.filter((outcome) => outcome === 'reused').length, 19);
     assert.equal(await h.store.wasReused(d), true);
@@ -115,7 +123,7 @@ function codeFlowContract(open: () => Promise<Harness>): void {
     const d = digest();
     assert.equal(await h.store.useOnce(d, h.now() + 60_000), true);
     assert.equal(await h.store.findCode(d), null);
-    assert.equal(await h.store.consumeCode(d), 'unknown');
+    assert.equal(await h.store.consumeCode(d, randomUUID()), 'unknown');
   });
 }
 

@@ -114,7 +114,7 @@ describe('Redis outage', {
   });
 
   test('while frozen, calls are refused at once; thawed, they work again', async () => {
-    await assertFailsFastWhileFrozen(server, () => stores.codeFlow.consumeCode(randomUUID()));
+    await assertFailsFastWhileFrozen(server, () => stores.codeFlow.consumeCode(randomUUID(), randomUUID()));
   });
 
   test('a replica refusing writes (READONLY) and a full memory (OOM) are outages, not errors', async () => {

@@ -1,7 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import { type Static, Type } from '@sinclair/typebox';
 import type { Account } from '../../accounts/model.ts';
 import { InvalidGrant } from '../../errors.ts';
-import type { AuthorizationCodeGrant, OAuthClient } from '../model.ts';
+import type { AuthorizationCodeGrant } from '../model.ts';
 import { CODE_VERIFIER_PATTERN, verifiesChallenge } from '../pkce.ts';
 import { isRegisteredRedirectUri, MAX_REDIRECT_URI_LENGTH } from '../redirect-uri.ts';
 import {
@@ -10,7 +11,6 @@ import {
   type GrantRedeemers,
   issueTokens,
   parameterValidator,
-  type TokenResponse,
 } from './grant.ts';
 
 const parameters = Type.Object(
@@ -73,53 +73,43 @@ export const authorizationCodeGrantHandler: GrantHandler<CodeExchange> = {
   },
 
   async redeem({ code, grant, account }, client, deps) {
-    const consumed = await deps.authorizationCodes.consumeCode(code);
+    const attempt = randomUUID();
+    const consumed = await deps.authorizationCodes.consumeCode(code, attempt);
     if (consumed === 'unknown') throw new InvalidGrant('Invalid authorization code');
     if (consumed === 'reused') {
       await deps.refreshTokens.revokeFamily(grant.familyId);
       throw new InvalidGrant(ALREADY_USED);
     }
-    return issueFor({ code, grant, account }, client, deps).catch((error: unknown) =>
-      giveBack(error, code, deps),
-    );
+    const tokens = await issueTokens(deps, {
+      subject: { kind: grant.accountKind, id: account.id },
+      credentialStamp: grant.credentialStamp,
+      client,
+      scope: grant.scope,
+      familyId: grant.familyId,
+      withRefreshToken: client.grants.includes('refresh_token'),
+    }).catch((error: unknown) => giveBack(error, { code, attempt }, deps));
+    // A second presentation while these tokens were issued found nothing to revoke yet.
+    if (await deps.authorizationCodes.wasReused(code)) {
+      await deps.refreshTokens.revokeFamily(grant.familyId);
+      throw new InvalidGrant(ALREADY_USED);
+    }
+    return tokens;
   },
 };
 
 /**
- * The tokens of an exchange whose code is used up. The family's first refresh token is
- * derived from the code, so a retry after a failure that left the family written issues
- * that same token, which nobody holds yet.
+ * Issuing failed after the code was used up (a store down, replicas short of the number
+ * that must confirm the new session, which refuse it before it is written): the code goes
+ * back, so that the client's retry, which a 503 invites, exchanges it rather than being
+ * told of a replay. A refusal keeps it used, and so does a replay's mark. Best effort: with
+ * its store down the code stays used.
  */
-async function issueFor(
-  { code, grant, account }: CodeExchange,
-  client: OAuthClient,
+async function giveBack(
+  error: unknown,
+  { code, attempt }: { code: string; attempt: string },
   deps: GrantRedeemers,
-): Promise<TokenResponse> {
-  const tokens = await issueTokens(deps, {
-    subject: { kind: grant.accountKind, id: account.id },
-    credentialStamp: grant.credentialStamp,
-    client,
-    scope: grant.scope,
-    familyId: grant.familyId,
-    derivedFrom: code,
-    withRefreshToken: client.grants.includes('refresh_token'),
-  });
-  // A second presentation while these tokens were issued found nothing to revoke yet.
-  if (await deps.authorizationCodes.wasReused(code)) {
-    await deps.refreshTokens.revokeFamily(grant.familyId);
-    throw new InvalidGrant(ALREADY_USED);
-  }
-  return tokens;
-}
-
-/**
- * The exchange failed after the code was used up (a store down, replicas that did not
- * confirm the new family): the code goes back, so that the client's retry, which a 503
- * invites, exchanges it rather than being told of a replay. A refusal keeps it used, and so
- * does a replay's mark. Best effort: with its store down the code stays used.
- */
-async function giveBack(error: unknown, code: string, deps: GrantRedeemers): Promise<never> {
+): Promise<never> {
   if (!(error instanceof InvalidGrant))
-    await deps.authorizationCodes.releaseCode(code).catch(() => undefined);
+    await deps.authorizationCodes.releaseCode(code, attempt).catch(() => undefined);
   throw error;
 }

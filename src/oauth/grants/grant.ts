@@ -145,24 +145,19 @@ export async function issueTokens(
     client: OAuthClient;
     scope: string;
     familyId?: string;
-    /** The client's secret the family's first token is derived from (see issueRefreshToken). */
-    derivedFrom?: string;
     withRefreshToken: boolean;
   },
 ): Promise<TokenResponse> {
   const response = await accessTokenResponse(deps, grant);
   if (grant.withRefreshToken && 'credentialStamp' in grant) {
-    const refreshToken = await deps.refreshTokens.issueRefreshToken(
-      {
-        familyId: grant.familyId,
-        clientId: grant.client.id,
-        accountKind: grant.subject.kind,
-        subject: grant.subject.id,
-        scope: grant.scope,
-        credentialStamp: grant.credentialStamp,
-      },
-      grant.derivedFrom,
-    );
+    const refreshToken = await deps.refreshTokens.issueRefreshToken({
+      familyId: grant.familyId,
+      clientId: grant.client.id,
+      accountKind: grant.subject.kind,
+      subject: grant.subject.id,
+      scope: grant.scope,
+      credentialStamp: grant.credentialStamp,
+    });
     // Revoked before it began (its authorization code was presented twice): no tokens at all.
     if (refreshToken === null) throw new InvalidGrant('Invalid refresh token');
     response.refresh_token = refreshToken;

@@ -2,7 +2,8 @@ import type { AuthorizationCodeGrant, CodeFlowStore } from '../../oauth/model.ts
 
 interface StoredCode {
   grant: AuthorizationCodeGrant;
-  used: boolean;
+  /** The attempt that consumed it; none while unused. */
+  usedBy?: string;
   reused: boolean;
 }
 
@@ -30,7 +31,7 @@ export class MemoryCodeFlowStore implements CodeFlowStore {
 
   async saveCode(digest: string, grant: AuthorizationCodeGrant): Promise<void> {
     this.#sweep();
-    this.#codes.set(digest, { grant: { ...grant }, used: false, reused: false });
+    this.#codes.set(digest, { grant: { ...grant }, reused: false });
   }
 
   async findCode(digest: string): Promise<AuthorizationCodeGrant | null> {
@@ -38,20 +39,20 @@ export class MemoryCodeFlowStore implements CodeFlowStore {
     return code ? { ...code.grant } : null;
   }
 
-  async consumeCode(digest: string): Promise<'consumed' | 'reused' | 'unknown'> {
+  async consumeCode(digest: string, attempt: string): Promise<'consumed' | 'reused' | 'unknown'> {
     const code = this.#live(digest);
     if (!code) return 'unknown';
-    if (code.used) {
+    if (code.usedBy !== undefined) {
       code.reused = true;
       return 'reused';
     }
-    code.used = true;
+    code.usedBy = attempt;
     return 'consumed';
   }
 
-  async releaseCode(digest: string): Promise<void> {
+  async releaseCode(digest: string, attempt: string): Promise<void> {
     const code = this.#live(digest);
-    if (code && !code.reused) code.used = false;
+    if (code && !code.reused && code.usedBy === attempt) code.usedBy = undefined;
   }
 
   async wasReused(digest: string): Promise<boolean> {

@@ -6,7 +6,8 @@ import { runScript, script } from './scripts.ts';
  * The authorization code flow's records in Redis. Key layout (P = prefix, default `authz:`):
  *
  *   Pu:<id>       a used sign-in form value, PEXPIREAT the value's expiry
- *   Pc:<digest>   hash {grant: JSON, exp: ms, used: 0 | 1, reused: 0 | 1}, PEXPIREAT grant.expiresAt
+ *   Pc:<digest>   hash {grant: JSON, exp: ms, used: 0 or the attempt that consumed it (1 from
+ *                 earlier versions), reused: 0 | 1}, PEXPIREAT grant.expiresAt
  *
  * Every operation touches one key, so any of them may live in any Redis Cluster slot. The
  * caller's clock decides expiry, as in the memory store; Redis's own expiry frees the memory.
@@ -18,21 +19,22 @@ redis.call('PEXPIREAT', KEYS[1], ARGV[2])
 return 1
 `);
 
-/** Marks a code used; a code already used is marked as presented again. */
+/** Marks a code used by attempt ARGV[2]; a code already used is marked as presented again. */
 const CONSUME = script(`
 local t = redis.call('HMGET', KEYS[1], 'exp', 'used')
 if not t[1] or tonumber(t[1]) <= tonumber(ARGV[1]) then return 'unknown' end
-if t[2] == '1' then
+if t[2] ~= '0' then
   redis.call('HSET', KEYS[1], 'reused', '1')
   return 'reused'
 end
-redis.call('HSET', KEYS[1], 'used', '1')
+redis.call('HSET', KEYS[1], 'used', ARGV[2])
 return 'consumed'
 `);
 
-/** Marks a used code unused again, unless it was presented again meanwhile. */
+/** Marks a code unused again that attempt ARGV[1] used, unless it was presented again since. */
 const RELEASE = script(`
-if redis.call('HGET', KEYS[1], 'reused') == '0' then redis.call('HSET', KEYS[1], 'used', '0') end
+local t = redis.call('HMGET', KEYS[1], 'used', 'reused')
+if t[1] == ARGV[1] and t[2] == '0' then redis.call('HSET', KEYS[1], 'used', '0') end
 return 1
 `);
 
@@ -66,13 +68,13 @@ export class RedisCodeFlowStore implements CodeFlowStore {
     return JSON.parse(grant) as AuthorizationCodeGrant;
   }
 
-  async consumeCode(digest: string): Promise<'consumed' | 'reused' | 'unknown'> {
-    const outcome = await runScript(this.#redis, CONSUME, [this.#codeKey(digest)], [this.#now()]);
+  async consumeCode(digest: string, attempt: string): Promise<'consumed' | 'reused' | 'unknown'> {
+    const outcome = await runScript(this.#redis, CONSUME, [this.#codeKey(digest)], [this.#now(), attempt]);
     return outcome === 'consumed' || outcome === 'reused' ? outcome : 'unknown';
   }
 
-  async releaseCode(digest: string): Promise<void> {
-    await runScript(this.#redis, RELEASE, [this.#codeKey(digest)], []);
+  async releaseCode(digest: string, attempt: string): Promise<void> {
+    await runScript(this.#redis, RELEASE, [this.#codeKey(digest)], [attempt]);
   }
 
   async wasReused(digest: string): Promise<boolean> {
