@@ -307,9 +307,9 @@ export interface CodeFlowStore {
   findCode(digest: string): Promise<AuthorizationCodeGrant | null>;
   /**
    * Marks the code used by `attempt` (an id of the caller's, new for each presentation),
-   * atomically: of concurrent calls exactly one gets `consumed`. Every
-   * later call gets `reused` and leaves a mark that the code was presented again; an expired
-   * or unknown code is `unknown`.
+   * atomically: of concurrent calls exactly one gets `consumed`. Every later call, until
+   * that attempt releases the code, gets `reused` and leaves a mark that the code was
+   * presented again; an expired or unknown code is `unknown`.
    */
   consumeCode(digest: string, attempt: string): Promise<'consumed' | 'reused' | 'unknown'>;
   /**

@@ -70,6 +70,20 @@ async function withAccountsDown(accounts: AccountStore, send: () => Promise<Json
  * Runs `send` while the refresh-token store refuses every new family, as replicas known to be
  * short refuse it before it is written.
  */
+/** Runs `send` while the refresh-token store writes every new family and then fails, unconfirmed. */
+async function withNewFamiliesUnconfirmed(families: RefreshTokenStore, send: () => Promise<JsonResponse>) {
+  const create = families.create;
+  families.create = async (...args) => {
+    await create.apply(families, args);
+    throw new NotReplicated('Redis');
+  };
+  try {
+    return await send();
+  } finally {
+    families.create = create;
+  }
+}
+
 async function withNewFamiliesRefused(families: RefreshTokenStore, send: () => Promise<JsonResponse>) {
   const create = families.create;
   families.create = async () => {
@@ -241,6 +255,35 @@ for (const backend of backends())
         const replayed = await exchange();
         assert.equal(replayed.status, 400, JSON.stringify(replayed.body));
         assert.equal(replayed.body.error_description, 'Authorization code already used');
+        const afterReplay = await request(server.url, 'POST', '/security/refresh-token', {
+          form: {
+            grant_type: 'refresh_token',
+            refresh_token: String(refreshed.body.refresh_token),
+            client_id: web.name,
+            client_secret: web.secret ?? '',
+          },
+        });
+        assert.equal(afterReplay.status, 400, 'the replay revoked the session');
+      });
+
+      test('a retry after a failure that wrote the new session counts as a second presentation', async () => {
+        const { verifier, challenge } = pkce();
+        const code = await authorizationCode(server.url, web.name, challenge, {
+          username: account.identity,
+          password: PASSWORD,
+        });
+        const exchange = () =>
+          exchangeCode(server.url, {
+            client_id: web.name,
+            client_secret: web.secret ?? '',
+            code,
+            code_verifier: verifier,
+          });
+        const failed = await withNewFamiliesUnconfirmed(server.app.stores.refreshTokens, exchange);
+        assert.equal(failed.status, 503, JSON.stringify(failed.body));
+        const retried = await exchange();
+        assert.equal(retried.status, 400, JSON.stringify(retried.body));
+        assert.equal(retried.body.error_description, 'Authorization code already used');
       });
     });
   });

@@ -180,6 +180,19 @@ for (const { label, url: redisUrl } of redisTargets())
       };
     });
 
+    test('beside an earlier version: a code either consumes reads as used to the other', async () => {
+      const store = new RedisCodeFlowStore(redis, { prefix });
+      const ours = digest();
+      await store.saveCode(ours, code());
+      assert.equal(await store.consumeCode(ours, randomUUID()), 'consumed');
+      assert.equal(await redis.hget(`${prefix}c:${ours}`, 'used'), '1', 'as earlier versions mark it');
+      const theirs = digest();
+      await store.saveCode(theirs, code());
+      await redis.hset(`${prefix}c:${theirs}`, 'used', '1');
+      await store.releaseCode(theirs, randomUUID());
+      assert.equal(await store.consumeCode(theirs, randomUUID()), 'reused', 'no attempt of ours releases it');
+    });
+
     test('every key is under the prefix, a code named by its digest only, and expires with its record', async () => {
       const store = new RedisCodeFlowStore(redis, { prefix });
       const { secret, digest: d } = newOneTimeSecret();

@@ -87,7 +87,7 @@ export const authorizationCodeGrantHandler: GrantHandler<CodeExchange> = {
       scope: grant.scope,
       familyId: grant.familyId,
       withRefreshToken: client.grants.includes('refresh_token'),
-    }).catch((error: unknown) => giveBack(error, { code, attempt }, deps));
+    }).catch((error: unknown) => giveBack(error, { code, attempt, familyId: grant.familyId }, deps));
     // A second presentation while these tokens were issued found nothing to revoke yet.
     if (await deps.authorizationCodes.wasReused(code)) {
       await deps.refreshTokens.revokeFamily(grant.familyId);
@@ -98,18 +98,24 @@ export const authorizationCodeGrantHandler: GrantHandler<CodeExchange> = {
 };
 
 /**
- * Issuing failed after the code was used up (a store down, replicas short of the number
- * that must confirm the new session, which refuse it before it is written): the code goes
- * back, so that the client's retry, which a 503 invites, exchanges it rather than being
- * told of a replay. A refusal keeps it used, and so does a replay's mark. Best effort: with
- * its store down the code stays used.
+ * Issuing failed after the code was used up. Refused, the family existed already: a replay
+ * revoked it before it began, or an earlier presentation wrote it and failed (its replicas
+ * did not confirm it in time). Either way the code was exchanged before, so the family is
+ * revoked, as for any replay. Otherwise (replicas short of the number that must confirm the
+ * new family, which refuse it before it is written; a one-off error) the code goes back, so
+ * that the client's retry, which a 503 invites, exchanges it rather than being told of a
+ * replay; a replay's mark keeps it used. Best effort: with Redis known to be down the code
+ * stays used.
  */
 async function giveBack(
   error: unknown,
-  { code, attempt }: { code: string; attempt: string },
+  { code, attempt, familyId }: { code: string; attempt: string; familyId: string },
   deps: GrantRedeemers,
 ): Promise<never> {
-  if (!(error instanceof InvalidGrant))
-    await deps.authorizationCodes.releaseCode(code, attempt).catch(() => undefined);
+  if (error instanceof InvalidGrant) {
+    await deps.refreshTokens.revokeFamily(familyId);
+    throw new InvalidGrant(ALREADY_USED);
+  }
+  await deps.authorizationCodes.releaseCode(code, attempt).catch(() => undefined);
   throw error;
 }

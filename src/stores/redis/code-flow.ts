@@ -6,8 +6,9 @@ import { runScript, script } from './scripts.ts';
  * The authorization code flow's records in Redis. Key layout (P = prefix, default `authz:`):
  *
  *   Pu:<id>       a used sign-in form value, PEXPIREAT the value's expiry
- *   Pc:<digest>   hash {grant: JSON, exp: ms, used: 0 or the attempt that consumed it (1 from
- *                 earlier versions), reused: 0 | 1}, PEXPIREAT grant.expiresAt
+ *   Pc:<digest>   hash {grant: JSON, exp: ms, used: 0 | 1, by: the attempt that used it,
+ *                 reused: 0 | 1}, PEXPIREAT grant.expiresAt (`used` as earlier versions
+ *                 kept it, so that one running beside this one reads a used code as used)
  *
  * Every operation touches one key, so any of them may live in any Redis Cluster slot. The
  * caller's clock decides expiry, as in the memory store; Redis's own expiry frees the memory.
@@ -23,18 +24,21 @@ return 1
 const CONSUME = script(`
 local t = redis.call('HMGET', KEYS[1], 'exp', 'used')
 if not t[1] or tonumber(t[1]) <= tonumber(ARGV[1]) then return 'unknown' end
-if t[2] ~= '0' then
+if t[2] == '1' then
   redis.call('HSET', KEYS[1], 'reused', '1')
   return 'reused'
 end
-redis.call('HSET', KEYS[1], 'used', ARGV[2])
+redis.call('HSET', KEYS[1], 'used', '1', 'by', ARGV[2])
 return 'consumed'
 `);
 
 /** Marks a code unused again that attempt ARGV[1] used, unless it was presented again since. */
 const RELEASE = script(`
-local t = redis.call('HMGET', KEYS[1], 'used', 'reused')
-if t[1] == ARGV[1] and t[2] == '0' then redis.call('HSET', KEYS[1], 'used', '0') end
+local t = redis.call('HMGET', KEYS[1], 'used', 'by', 'reused')
+if t[1] == '1' and t[2] == ARGV[1] and t[3] == '0' then
+  redis.call('HSET', KEYS[1], 'used', '0')
+  redis.call('HDEL', KEYS[1], 'by')
+end
 return 1
 `);
 
