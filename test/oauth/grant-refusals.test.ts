@@ -66,10 +66,6 @@ async function withAccountsDown(accounts: AccountStore, send: () => Promise<Json
   }
 }
 
-/**
- * Runs `send` while the refresh-token store refuses every new family, as replicas known to be
- * short refuse it before it is written.
- */
 /** Runs `send` while the refresh-token store writes every new family and then fails, unconfirmed. */
 async function withNewFamiliesUnconfirmed(families: RefreshTokenStore, send: () => Promise<JsonResponse>) {
   const create = families.create;
@@ -84,6 +80,10 @@ async function withNewFamiliesUnconfirmed(families: RefreshTokenStore, send: () 
   }
 }
 
+/**
+ * Runs `send` while the refresh-token store refuses every new family, as replicas known to be
+ * short refuse it before it is written.
+ */
 async function withNewFamiliesRefused(families: RefreshTokenStore, send: () => Promise<JsonResponse>) {
   const create = families.create;
   families.create = async () => {
@@ -279,11 +279,23 @@ for (const backend of backends())
             code,
             code_verifier: verifier,
           });
-        const failed = await withNewFamiliesUnconfirmed(server.app.stores.refreshTokens, exchange);
+        const families = server.app.stores.refreshTokens;
+        const failed = await withNewFamiliesUnconfirmed(families, exchange);
         assert.equal(failed.status, 503, JSON.stringify(failed.body));
-        const retried = await exchange();
-        assert.equal(retried.status, 400, JSON.stringify(retried.body));
-        assert.equal(retried.body.error_description, 'Authorization code already used');
+        const revoked: string[] = [];
+        const revokeFamily = families.revokeFamily;
+        families.revokeFamily = async (familyId) => {
+          revoked.push(familyId);
+          await revokeFamily.call(families, familyId);
+        };
+        try {
+          const retried = await exchange();
+          assert.equal(retried.status, 400, JSON.stringify(retried.body));
+          assert.equal(retried.body.error_description, 'Authorization code already used');
+        } finally {
+          families.revokeFamily = revokeFamily;
+        }
+        assert.equal(revoked.length, 1, 'the session the failed presentation wrote is revoked');
       });
     });
   });

@@ -191,6 +191,9 @@ for (const { label, url: redisUrl } of redisTargets())
       await redis.hset(`${prefix}c:${theirs}`, 'used', '1');
       await store.releaseCode(theirs, randomUUID());
       assert.equal(await store.consumeCode(theirs, randomUUID()), 'reused', 'no attempt of ours releases it');
+      const unknown = digest();
+      await store.releaseCode(unknown, randomUUID());
+      assert.equal(await redis.exists(`${prefix}c:${unknown}`), 0, 'releasing an unknown code writes no key');
     });
 
     test('every key is under the prefix, a code named by its digest only, and expires with its record', async () => {

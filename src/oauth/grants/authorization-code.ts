@@ -98,14 +98,14 @@ export const authorizationCodeGrantHandler: GrantHandler<CodeExchange> = {
 };
 
 /**
- * Issuing failed after the code was used up. Refused, the family existed already: a replay
- * revoked it before it began, or an earlier presentation wrote it and failed (its replicas
- * did not confirm it in time). Either way the code was exchanged before, so the family is
- * revoked, as for any replay. Otherwise (replicas short of the number that must confirm the
- * new family, which refuse it before it is written; a one-off error) the code goes back, so
- * that the client's retry, which a 503 invites, exchanges it rather than being told of a
- * replay; a replay's mark keeps it used. Best effort: with Redis known to be down the code
- * stays used.
+ * Issuing failed after the code was used up. Refused, the family existed already: an
+ * earlier presentation of the code wrote it and failed (its replicas did not confirm it in
+ * time), so this one is a second presentation and the family is revoked, as for any replay.
+ * Otherwise the code goes back unless a replay marked it: where nothing was written (replicas
+ * known short refuse the new family unwritten; a one-off error) the client's retry, which a
+ * 503 invites, exchanges it rather than being told of a replay; where the family was written
+ * the retry finds it, as above. Best effort: a give-back that fails too (Redis down) leaves
+ * the code used.
  */
 async function giveBack(
   error: unknown,

@@ -158,7 +158,7 @@ export async function issueTokens(
       scope: grant.scope,
       credentialStamp: grant.credentialStamp,
     });
-    // Revoked before it began (its authorization code was presented twice): no tokens at all.
+    // The family of an authorization code that an earlier presentation of it wrote: no tokens.
     if (refreshToken === null) throw new InvalidGrant('Invalid refresh token');
     response.refresh_token = refreshToken;
   }
