@@ -106,6 +106,13 @@ for (const backend of backends())
         });
         assert.equal(refreshed.status, 200, JSON.stringify(refreshed.body));
         assert.notEqual(refreshed.body.refresh_token, tokens.body.refresh_token);
+
+        // Or as HTTP Basic with an empty password, as some libraries send it.
+        const asBasic = await request(server.url, 'POST', '/security/refresh-token', {
+          form: { grant_type: 'refresh_token', refresh_token: String(refreshed.body.refresh_token) },
+          headers: { Authorization: `Basic ${Buffer.from(`${spa.name}:`).toString('base64')}` },
+        });
+        assert.equal(asBasic.status, 200, JSON.stringify(asBasic.body));
       });
 
       test('a confidential client authenticates the token request with its secret, Basic or body', async () => {

@@ -121,6 +121,32 @@ for (const backend of backends()) {
       assert.match(String(response.headers.get('www-authenticate')), /^Basic /);
     });
 
+    test('HTTP Basic credentials that cannot be read, or an empty password, get a Basic challenge', async () => {
+      const basic = (text: string) => `Basic ${Buffer.from(text).toString('base64')}`;
+      const headers = [
+        basic('frontend'), // no colon
+        basic('fr%ZZ:frontend-client-secret'), // not form-urlencoded
+        basic('frontend:'), // a confidential client's empty password
+        basic(':frontend-client-secret'), // no client id
+        'Basic',
+        'Basic !!!', // not Base64
+      ];
+      for (const authorization of headers) {
+        // Credentials in the body beside it do not count: the client tried Basic (RFC 6749 §5.2).
+        const body =
+          authorization === 'Basic !!!'
+            ? passwordRequest()
+            : { grant_type: 'password', scope: 'api', ...SEEDED_USER };
+        const response = await request(server.url, 'POST', '/security/generate-token', {
+          json: body,
+          headers: { Authorization: authorization },
+        });
+        assert.equal(response.status, 401, `${authorization}: ${JSON.stringify(response.body)}`);
+        assert.equal(response.body.error, 'invalid_client', authorization);
+        assert.match(String(response.headers.get('www-authenticate')), /^Basic /, authorization);
+      }
+    });
+
     test('an unknown client says Invalid credentials', async () => {
       const response = await generate(passwordRequest({ client_id: 'nobody' }));
       assert.equal(response.status, 401);
