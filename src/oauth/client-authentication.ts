@@ -6,9 +6,10 @@ import type { ClientStore, OAuthClient } from './model.ts';
  * RFC 6749 §2.3.1: a confidential client authenticates with its secret, in HTTP Basic or in
  * the body, never both. Basic values are form-urlencoded before Base64 (Appendix B), so they
  * are decoded after splitting. A public client (§2.1) sends its `client_id` alone (in the
- * body, or as HTTP Basic with an empty password), and only a public one may: a confidential client without its secret is refused, and a public client
- * that presents a secret has none that could match. After a rotation the previous secret
- * is accepted too until its overlap ends (client-secrets.ts).
+ * body, or as HTTP Basic with an empty password), and only a public one may: a confidential
+ * client without its secret is refused, and a public client that presents a secret has none
+ * that could match. After a rotation the previous secret is accepted too until its overlap
+ * ends (client-secrets.ts).
  */
 export async function authenticateClient(
   params: Record<string, unknown>,
@@ -19,7 +20,7 @@ export async function authenticateClient(
   if (basic && params.client_secret !== undefined) {
     throw new InvalidRequest('Client credentials must be sent in one way only: HTTP Basic or the body');
   }
-  if (basic && params.client_id !== undefined && params.client_id !== basic.id) {
+  if (basic?.id && params.client_id !== undefined && params.client_id !== basic.id) {
     throw new InvalidRequest('client_id in the body does not match the HTTP Basic credentials');
   }
   // RFC 6749 §5.2: a client that tried HTTP Basic and failed gets a 401 with a Basic challenge.

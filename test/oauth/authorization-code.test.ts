@@ -149,7 +149,14 @@ for (const backend of backends())
         });
         assert.equal(withSecret.status, 401);
         assert.equal(withSecret.body.error, 'invalid_client');
-        // Both refusals left the codes usable.
+        const withBasicSecret = await exchangeCode(
+          server.url,
+          { code: spaCode, code_verifier: verifier },
+          { Authorization: `Basic ${Buffer.from(`${spa.name}:anything`).toString('base64')}` },
+        );
+        assert.equal(withBasicSecret.status, 401);
+        assert.match(String(withBasicSecret.headers.get('www-authenticate')), /^Basic /);
+        // The refusals left the codes usable.
         const tokens = await exchangeCode(server.url, {
           client_id: spa.name,
           code: spaCode,

@@ -128,6 +128,7 @@ for (const backend of backends()) {
         basic('fr%ZZ:frontend-client-secret'), // not form-urlencoded
         basic('frontend:'), // a confidential client's empty password
         basic(':frontend-client-secret'), // no client id
+        basic('nobody:'), // an unknown client's empty password
         'Basic',
         'Basic !!!', // not Base64
       ];
@@ -144,6 +145,25 @@ for (const backend of backends()) {
         assert.equal(response.status, 401, `${authorization}: ${JSON.stringify(response.body)}`);
         assert.equal(response.body.error, 'invalid_client', authorization);
         assert.match(String(response.headers.get('www-authenticate')), /^Basic /, authorization);
+      }
+    });
+
+    test('an empty Basic client id beside a client_id in the body is a failed Basic authentication', async () => {
+      const response = await request(server.url, 'POST', '/security/generate-token', {
+        json: { grant_type: 'password', scope: 'api', client_id: 'frontend', ...SEEDED_USER },
+        headers: { Authorization: `Basic ${Buffer.from(':frontend-client-secret').toString('base64')}` },
+      });
+      assert.equal(response.status, 401, JSON.stringify(response.body));
+      assert.match(String(response.headers.get('www-authenticate')), /^Basic /);
+    });
+
+    test('an Authorization header of another scheme is no client authentication: the body is', async () => {
+      for (const authorization of ['Bearer x', 'BasicX Zm9vOmJhcg==']) {
+        const response = await request(server.url, 'POST', '/security/generate-token', {
+          json: passwordRequest(),
+          headers: { Authorization: authorization },
+        });
+        assert.equal(response.status, 200, `${authorization}: ${JSON.stringify(response.body)}`);
       }
     });
 
