@@ -328,13 +328,14 @@ async function withCpu(groups: ProcessGroups, measure: () => Promise<Measurement
 
 const CLIENT_CREDENTIALS_WARM_UP_SECONDS = 6;
 
-function cpuPerToken(m: Measurement): number {
-  return m.serverMsPerRequest ?? 0;
+/** Server CPU per token of `m` over that of `other`. */
+function cpuRatio(m: Measurement, other: Measurement): number {
+  return (m.serverMsPerRequest ?? 0) / Math.max(other.serverMsPerRequest ?? 0, Number.EPSILON);
 }
 
 /** A rate and a CPU per token next to node-oauth2-server's. */
 function ratioToPeer(m: Measurement, peer: Measurement): string {
-  const cpu = cpuPerToken(m) / Math.max(cpuPerToken(peer), Number.EPSILON);
+  const cpu = cpuRatio(m, peer);
   const rate = peer.rps > 0 ? `${(m.rps / peer.rps).toFixed(2)}×` : 'no rate for';
   return `${rate} oauth2-server; CPU/token ${cpu.toFixed(2)}× its`;
 }
@@ -349,7 +350,7 @@ function versusPeer(
   peer: Measurement,
   targets: { rate?: number; cpu: number },
 ): { ratio: string; checks: Check[] } {
-  const cpu = cpuPerToken(m) / Math.max(cpuPerToken(peer), Number.EPSILON);
+  const cpu = cpuRatio(m, peer);
   const { rate: rateTarget, cpu: cpuTarget } = targets;
   return {
     ratio: ratioToPeer(m, peer),
@@ -435,7 +436,7 @@ async function compareClientCredentials(memory: Server, real: Server | undefined
   const vsRaw = (x: Measurement) =>
     `${(x.rps / Math.max(rawPool.rps, Number.EPSILON)).toFixed(2)}× raw RS256 on 1 process's pool`;
   const bottom = measured(m, 'floor');
-  const vsFloor = cpuPerToken(mem) / Math.max(cpuPerToken(bottom), Number.EPSILON);
+  const vsFloor = cpuRatio(mem, bottom);
   rows.push(
     {
       name: 'raw RS256 sign (node:crypto, with a callback), paired with client_credentials',

@@ -53,47 +53,53 @@ async function withAccountChanged(
   }
 }
 
-/** Runs `send` while the account store is unreachable. */
-async function withAccountsDown(accounts: AccountStore, send: () => Promise<JsonResponse>) {
-  const findById = accounts.findById;
-  accounts.findById = async () => {
-    throw new BackendUnavailable('MongoDB');
-  };
+/** Runs `send` while `object[name]` is what `replace` makes of it, then puts it back. */
+async function withReplaced<T extends object, K extends keyof T, R>(
+  object: T,
+  name: K,
+  replace: (original: T[K]) => T[K],
+  send: () => Promise<R>,
+): Promise<R> {
+  const original = object[name];
+  object[name] = replace(original);
   try {
     return await send();
   } finally {
-    accounts.findById = findById;
+    object[name] = original;
   }
 }
 
-/** Runs `send` while the refresh-token store writes every new family and then fails, unconfirmed. */
-async function withNewFamiliesUnconfirmed(families: RefreshTokenStore, send: () => Promise<JsonResponse>) {
-  const create = families.create;
-  families.create = async (...args) => {
-    await create.apply(families, args);
-    throw new NotReplicated('Redis');
-  };
-  try {
-    return await send();
-  } finally {
-    families.create = create;
-  }
+/** Runs `send` while the account store is unreachable. */
+function withAccountsDown(accounts: AccountStore, send: () => Promise<JsonResponse>) {
+  return withReplaced(
+    accounts,
+    'findById',
+    () => async () => {
+      throw new BackendUnavailable('MongoDB');
+    },
+    send,
+  );
 }
 
 /**
- * Runs `send` while the refresh-token store refuses every new family, as replicas known to be
- * short refuse it before it is written.
+ * Runs `send` while the refresh-token store fails every new family as replicas do: refused
+ * before it is written when they are known to be short, or (`written`) written and then not
+ * confirmed in time.
  */
-async function withNewFamiliesRefused(families: RefreshTokenStore, send: () => Promise<JsonResponse>) {
-  const create = families.create;
-  families.create = async () => {
-    throw new NotReplicated('Redis');
-  };
-  try {
-    return await send();
-  } finally {
-    families.create = create;
-  }
+function withNewFamiliesFailing(
+  families: RefreshTokenStore,
+  { written }: { written: boolean },
+  send: () => Promise<JsonResponse>,
+) {
+  return withReplaced(
+    families,
+    'create',
+    (create) => async (family, first) => {
+      if (written) await create.call(families, family, first);
+      throw new NotReplicated('Redis');
+    },
+    send,
+  );
 }
 
 const INVALID_GRANT = { status: 400, error: 'invalid_grant' };
@@ -238,7 +244,7 @@ for (const backend of backends())
             // Refused once the code was used up: the code goes back for the retry.
             name: 'new session refused by the refresh-token store',
             expect: UNAVAILABLE,
-            send: () => withNewFamiliesRefused(server.app.stores.refreshTokens, exchange),
+            send: () => withNewFamiliesFailing(server.app.stores.refreshTokens, { written: false }, exchange),
           },
         ]);
         const redeemed = await exchange();
@@ -280,21 +286,20 @@ for (const backend of backends())
             code_verifier: verifier,
           });
         const families = server.app.stores.refreshTokens;
-        const failed = await withNewFamiliesUnconfirmed(families, exchange);
+        const failed = await withNewFamiliesFailing(families, { written: true }, exchange);
         assert.equal(failed.status, 503, JSON.stringify(failed.body));
         const revoked: string[] = [];
-        const revokeFamily = families.revokeFamily;
-        families.revokeFamily = async (familyId) => {
-          revoked.push(familyId);
-          await revokeFamily.call(families, familyId);
-        };
-        try {
-          const retried = await exchange();
-          assert.equal(retried.status, 400, JSON.stringify(retried.body));
-          assert.equal(retried.body.error_description, 'Authorization code already used');
-        } finally {
-          families.revokeFamily = revokeFamily;
-        }
+        const retried = await withReplaced(
+          families,
+          'revokeFamily',
+          (revokeFamily) => async (familyId) => {
+            revoked.push(familyId);
+            await revokeFamily.call(families, familyId);
+          },
+          exchange,
+        );
+        assert.equal(retried.status, 400, JSON.stringify(retried.body));
+        assert.equal(retried.body.error_description, 'Authorization code already used');
         assert.equal(revoked.length, 1, 'the session the failed presentation wrote is revoked');
       });
     });
